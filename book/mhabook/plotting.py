@@ -1,0 +1,179 @@
+"""Figures for the chapter. Every function returns its Figure or Axes."""
+
+import matplotlib as mpl
+import matplotlib.pyplot as plt
+import numpy as np
+from cycler import cycler
+from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
+
+# Okabe & Ito's colour-blind-safe palette (black left out: it is the text).
+PALETTE = [
+    "#0072B2",  # blue
+    "#E69F00",  # orange
+    "#009E73",  # bluish green
+    "#CC79A7",  # reddish purple
+    "#56B4E9",  # sky blue
+    "#D55E00",  # vermillion
+    "#F0E442",  # yellow
+]
+CMAP = "viridis"  # perceptually uniform and colour-blind safe
+
+
+def use_chapter_style():
+    """One look for every figure in the chapter."""
+    mpl.rcParams.update(
+        {
+            "axes.prop_cycle": cycler(color=PALETTE),
+            "image.cmap": CMAP,
+            "figure.dpi": 100,
+            "savefig.dpi": 150,
+            "font.size": 10,
+            "axes.titlesize": 11,
+            "axes.spines.top": False,
+            "axes.spines.right": False,
+            "svg.hashsalt": "mha-chapter",  # same SVG bytes on every build
+        }
+    )
+
+
+def _as_array(weights):
+    if hasattr(weights, "detach"):
+        weights = weights.detach().cpu().numpy()
+    weights = np.asarray(weights, dtype=float)
+    if weights.ndim != 2:
+        raise ValueError(
+            f"expected one (T_q, T_k) attention map, got shape "
+            f"{weights.shape}; select a batch item and a head first"
+        )
+    return weights
+
+
+def attention_heatmap(weights, tokens, ax=None, title=None, annotate=True):
+    """Draw one attention map: rows are queries, columns are keys."""
+    weights = _as_array(weights)
+    if weights.shape != (len(tokens), len(tokens)):
+        raise ValueError(
+            f"{len(tokens)} tokens need a {len(tokens)}x{len(tokens)} map, "
+            f"got {weights.shape}"
+        )
+    if ax is None:
+        _, ax = plt.subplots(figsize=(3.6, 3.2))
+    image = ax.imshow(weights, vmin=0.0, vmax=1.0)
+    ax.set_xticks(range(len(tokens)), tokens, rotation=45, ha="right")
+    ax.set_yticks(range(len(tokens)), tokens)
+    ax.set_xlabel("key (attended to)")
+    ax.set_ylabel("query (attending)")
+    ax.spines[:].set_visible(False)
+    if annotate:
+        for (i, j), w in np.ndenumerate(weights):
+            colour = "black" if w > 0.6 else "white"
+            ax.text(
+                j,
+                i,
+                f"{w:.2f}",
+                ha="center",
+                va="center",
+                fontsize=8,
+                color=colour,
+            )
+    if title:
+        ax.set_title(title)
+    ax.figure.colorbar(image, ax=ax, fraction=0.046, pad=0.04)
+    return ax
+
+
+def attention_heatmaps(maps, tokens, titles):
+    """Several attention maps side by side; returns the Figure."""
+    fig, axes = plt.subplots(
+        1, len(maps), figsize=(3.8 * len(maps), 3.4), layout="constrained"
+    )
+    for ax, weights, title in zip(np.atleast_1d(axes), maps, titles):
+        attention_heatmap(weights, tokens, ax=ax, title=title)
+    return fig
+
+
+def grid_heatmap(values, title, colorbar_label, fmt="{:.2f}"):
+    """A layer x head grid of numbers (rows: layers, columns: heads)."""
+    values = np.asarray(values, dtype=float)
+    layers, heads = values.shape
+    fig, ax = plt.subplots(
+        figsize=(0.55 * heads + 1.8, 0.45 * layers + 1.2), layout="constrained"
+    )
+    image = ax.imshow(values, vmin=0.0, vmax=max(values.max(), 1e-9))
+    ax.set_xticks(range(heads), range(heads))
+    ax.set_yticks(range(layers), range(layers))
+    ax.set_xlabel("head")
+    ax.set_ylabel("layer")
+    ax.set_title(title)
+    ax.spines[:].set_visible(False)
+    threshold = 0.6 * values.max()
+    for (i, j), v in np.ndenumerate(values):
+        ax.text(
+            j,
+            i,
+            fmt.format(v),
+            ha="center",
+            va="center",
+            fontsize=7,
+            color="black" if v > threshold else "white",
+        )
+    fig.colorbar(image, ax=ax, label=colorbar_label)
+    return fig
+
+
+def _box(ax, x, y, w, h, text, colour):
+    ax.add_patch(
+        FancyBboxPatch(
+            (x - w / 2, y - h / 2),
+            w,
+            h,
+            boxstyle="round,pad=0.02",
+            fc=colour,
+            ec="#333333",
+            lw=0.8,
+            alpha=0.9,
+        )
+    )
+    ax.text(x, y, text, ha="center", va="center", fontsize=8)
+
+
+def _arrow(ax, start, end):
+    ax.add_patch(
+        FancyArrowPatch(
+            start,
+            end,
+            arrowstyle="-|>",
+            mutation_scale=8,
+            lw=0.7,
+            color="#333333",
+        )
+    )
+
+
+def shape_flow(batch, tokens, hidden, num_heads):
+    """Follow the tensor shapes through one multi-head attention layer."""
+    head_dim = hidden // num_heads
+    x_shape = f"[{batch}, {tokens}, {hidden}]"
+    h_shape = f"[{batch}, {tokens}, {head_dim}]"
+    fig, ax = plt.subplots(figsize=(9.0, 3.6))
+    ax.set_xlim(0, 10)
+    ax.set_ylim(-0.3, num_heads + 0.3)
+    ax.axis("off")
+    mid = num_heads / 2
+    _box(ax, 0.8, mid, 1.4, 0.9, f"hidden_state\n{x_shape}", PALETTE[4])
+    for i in range(num_heads):
+        y = num_heads - 0.5 - i
+        _box(ax, 3.6, y, 1.7, 0.7, f"head {i}: {h_shape}", PALETTE[1])
+        _arrow(ax, (1.5, mid), (2.75, y))
+        _arrow(ax, (4.45, y), (5.45, mid))
+    _box(ax, 6.1, mid, 1.3, 0.9, f"concat\n{x_shape}", PALETTE[2])
+    _box(ax, 8.9, mid, 1.8, 0.9, f"output_linear\n{x_shape}", PALETTE[3])
+    _arrow(ax, (6.75, mid), (8.0, mid))
+    ax.text(
+        3.6,
+        num_heads + 0.1,
+        f"{num_heads} x AttentionHead({hidden}, {head_dim})",
+        ha="center",
+        fontsize=9,
+    )
+    return fig

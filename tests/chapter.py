@@ -1,0 +1,46 @@
+"""What the tests need to know about the book's layout."""
+
+import ast
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+BOOK = ROOT / "book"
+
+
+def toc_files():
+    """Every `file:` of _toc.yml, in reading order, without extension."""
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    found = [toc["root"]]
+
+    def walk(entries):
+        for entry in entries:
+            if "file" in entry:
+                found.append(entry["file"])
+            walk(entry.get("sections", []))
+
+    walk(toc.get("chapters", []))
+    for part in toc.get("parts", []):
+        walk(part["chapters"])
+    return found
+
+
+def toc_notebooks():
+    return [
+        ROOT / f"{name}.ipynb"
+        for name in toc_files()
+        if (ROOT / f"{name}.ipynb").exists()
+    ]
+
+
+def saved_definitions(notebook):
+    """Top-level defs and classes of the notebook's `#@save` cells."""
+    import nbformat
+
+    nb = nbformat.read(notebook, as_version=4)
+    for cell in nb.cells:
+        if cell.cell_type == "code" and cell.source.startswith("#@save"):
+            for node in ast.parse(cell.source).body:
+                if isinstance(node, ast.FunctionDef | ast.ClassDef):
+                    yield node

@@ -1,0 +1,3 @@
+"""Start-up hook for processes the tests run: install the network guard."""
+
+import netguard  # noqa: F401

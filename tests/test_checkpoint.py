@@ -1,0 +1,113 @@
+"""Every branch of the checkpoint loader, offline, with a tiny random BERT."""
+
+import time
+
+import huggingface_hub
+import pytest
+from huggingface_hub import constants as hub_constants
+from transformers import BertConfig, BertModel, BertTokenizerFast
+
+from mhabook import checkpoint
+from mhabook.checkpoint import PREFERRED, load_checkpoint, resolve
+
+WORDS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "time", "flies"]
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory):
+    """A 2-layer, 2-head BERT with random weights, saved to a folder."""
+    folder = tmp_path_factory.mktemp("tiny-bert")
+    (folder / "vocab.txt").write_text("\n".join(WORDS) + "\n")
+    BertTokenizerFast(vocab_file=str(folder / "vocab.txt")).save_pretrained(
+        folder
+    )
+    config = BertConfig(
+        vocab_size=len(WORDS), hidden_size=8, num_hidden_layers=2,
+        num_attention_heads=2, intermediate_size=16,
+        max_position_embeddings=16,
+    )
+    BertModel(config).save_pretrained(folder)
+    return folder
+
+
+@pytest.fixture
+def hub_cache(tmp_path, monkeypatch):
+    """An empty Hugging Face cache in a temporary folder."""
+    monkeypatch.setattr(hub_constants, "HF_HUB_CACHE", str(tmp_path))
+    return tmp_path
+
+
+def put_in_cache(cache, name, folder):
+    repo = cache / f"models--{name.replace('/', '--')}"
+    snapshot = repo / "snapshots" / ("0" * 40)
+    snapshot.mkdir(parents=True)
+    for file in folder.iterdir():
+        (snapshot / file.name).write_bytes(file.read_bytes())
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text("0" * 40)
+
+
+def test_a_local_folder_is_loaded_with_eager_attention(tiny_model):
+    tokenizer, model, info = load_checkpoint(str(tiny_model))
+    assert info.source == "local folder"
+    assert (info.num_layers, info.num_heads, info.hidden_size) == (2, 2, 8)
+    assert model.config._attn_implementation == "eager"
+    assert not model.training
+    ids = tokenizer("time flies", return_tensors="pt")
+    assert len(model(**ids, output_attentions=True).attentions) == 2
+    assert huggingface_hub.utils.are_progress_bars_disabled()
+
+
+def test_the_environment_variable_names_the_checkpoint(tiny_model, monkeypatch):
+    monkeypatch.setenv(checkpoint.ENV_VAR, str(tiny_model))
+    assert resolve()[0] == str(tiny_model)
+
+
+def test_bert_base_is_preferred_when_cached(tiny_model, hub_cache):
+    put_in_cache(hub_cache, PREFERRED, tiny_model)
+    _, _, info = load_checkpoint()
+    assert info.name == PREFERRED
+    assert info.source == "Hugging Face cache"
+
+
+def test_bert_base_is_preferred_when_the_hub_answers(hub_cache, monkeypatch):
+    monkeypatch.setattr(checkpoint, "hub_reachable", lambda: True)
+    assert resolve() == (PREFERRED, PREFERRED, "Hugging Face hub")
+
+
+def test_offline_falls_back_to_the_bundled_bert(hub_cache, capsys):
+    start = time.perf_counter()
+    _, model, info = load_checkpoint()
+    assert time.perf_counter() - start < 30
+    assert info.name == checkpoint.BUNDLED
+    assert (info.num_layers, info.num_heads, info.hidden_size) == (6, 12, 384)
+    printed = capsys.readouterr().out.strip().splitlines()
+    assert len(printed) == 1 and PREFERRED in printed[0]
+
+
+def test_an_unknown_name_offline_says_what_was_tried(hub_cache):
+    with pytest.raises(OSError, match="Tried: a local folder.*offline"):
+        resolve("no-such/checkpoint")
+
+
+def test_the_hub_is_not_contacted_when_offline(monkeypatch):
+    monkeypatch.setattr(hub_constants, "HF_HUB_OFFLINE", True)
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("contacted the hub while offline")
+
+    monkeypatch.setattr(checkpoint.socket, "create_connection", refuse)
+    assert checkpoint.hub_reachable() is False
+
+
+def test_an_unreachable_hub_is_decided_by_one_short_try(monkeypatch):
+    monkeypatch.setattr(hub_constants, "HF_HUB_OFFLINE", False)
+    calls = []
+
+    def unreachable(address, timeout):
+        calls.append(timeout)
+        raise OSError("no route")
+
+    monkeypatch.setattr(checkpoint.socket, "create_connection", unreachable)
+    assert checkpoint.hub_reachable() is False
+    assert calls == [2.0]

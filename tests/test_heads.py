@@ -1,0 +1,27 @@
+"""Hand-built heads point where they are told to."""
+
+import pytest
+import torch
+
+from mhabook import pointer_head
+
+
+def test_each_query_points_at_its_target():
+    weights = pointer_head([2, 0, 1])
+    assert weights.argmax(-1).tolist() == [2, 0, 1]
+    torch.testing.assert_close(weights.sum(-1), torch.ones(3))
+
+
+def test_strength_sets_the_weight_on_the_target():
+    weak, strong = pointer_head([1, 1], 0.5), pointer_head([1, 1], 6.0)
+    assert weak[0, 1] < 0.75 < 0.99 < strong[0, 1]
+
+
+def test_no_target_means_uniform():
+    weights = pointer_head([None, 0, None, 1])
+    torch.testing.assert_close(weights[0], torch.full((4,), 0.25))
+
+
+def test_bad_target_is_refused():
+    with pytest.raises(ValueError, match="use 0 to 2"):
+        pointer_head([0, 3, 1])

@@ -1,0 +1,100 @@
+"""The loop layers of sections 1-2, on small random configurations."""
+
+import math
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from mhabook import (
+    AttentionHead,
+    MultiHeadAttention,
+    head_dim_for,
+    scaled_dot_product_attention,
+)
+
+
+def config(hidden_size=8, num_attention_heads=2):
+    return SimpleNamespace(
+        hidden_size=hidden_size, num_attention_heads=num_attention_heads
+    )
+
+
+def test_attention_matches_the_formula():
+    torch.manual_seed(0)
+    q, k, v = torch.randn(3, 2, 4, 6).unbind(0)
+    output, weights = scaled_dot_product_attention(q, k, v)
+    expected = torch.softmax(q @ k.transpose(1, 2) / math.sqrt(6), dim=-1)
+    torch.testing.assert_close(weights, expected)
+    torch.testing.assert_close(output, expected @ v)
+
+
+def test_attention_matches_pytorch():
+    torch.manual_seed(0)
+    q, k, v = torch.randn(3, 2, 3, 5, 8).unbind(0)
+    mask = torch.ones(5, 5, dtype=torch.bool).tril()
+    output, _ = scaled_dot_product_attention(q, k, v, mask)
+    expected = torch.nn.functional.scaled_dot_product_attention(
+        q, k, v, attn_mask=mask
+    )
+    torch.testing.assert_close(output, expected)
+
+
+def test_masked_weights_are_zero_and_rows_sum_to_one():
+    torch.manual_seed(0)
+    x = torch.randn(1, 4, 6)
+    mask = torch.ones(4, 4, dtype=torch.bool).tril()
+    _, weights = scaled_dot_product_attention(x, x, x, mask)
+    assert torch.all(weights[0][~mask] == 0)
+    torch.testing.assert_close(weights.sum(-1), torch.ones(1, 4))
+
+
+def test_a_row_with_nothing_to_attend_to_is_zero_not_nan():
+    x = torch.randn(1, 3, 4)
+    mask = torch.tensor([[True, False, False]] * 2 + [[False] * 3])
+    output, weights = scaled_dot_product_attention(x, x, x, mask)
+    assert not output.isnan().any()
+    assert torch.all(weights[0, 2] == 0) and torch.all(output[0, 2] == 0)
+
+
+def test_attention_head_shapes():
+    head = AttentionHead(8, 4)
+    output, weights = head(torch.randn(2, 5, 8))
+    assert output.shape == (2, 5, 4) and weights.shape == (2, 5, 5)
+
+
+@pytest.mark.parametrize("hidden, heads", [(8, 2), (8, 1), (12, 3)])
+def test_multihead_round_trips_the_shape(hidden, heads):
+    layer = MultiHeadAttention(config(hidden, heads))
+    output, weights = layer(torch.randn(2, 5, hidden))
+    assert len(layer.heads) == heads
+    assert output.shape == (2, 5, hidden)
+    assert weights.shape == (2, heads, 5, 5)
+
+
+def test_multihead_concatenates_heads_in_order():
+    torch.manual_seed(0)
+    layer = MultiHeadAttention(config(8, 2))
+    x = torch.randn(1, 3, 8)
+    with torch.no_grad():
+        layer.output_linear.weight.copy_(torch.eye(8))
+        layer.output_linear.bias.zero_()
+        output, _ = layer(x)
+    torch.testing.assert_close(output[..., 4:], layer.heads[1](x)[0])
+
+
+@pytest.mark.parametrize(
+    "hidden, heads, nearest",
+    [
+        (768, 5, "4 or 6"),
+        (10, 3, "2 or 5"),
+        (8, 0, "such as 1\\."),
+    ],
+)
+def test_heads_that_do_not_divide_fail_with_the_fix(hidden, heads, nearest):
+    with pytest.raises(ValueError, match=f"{hidden}.*{heads}.*{nearest}"):
+        MultiHeadAttention(config(hidden, heads))
+
+
+def test_head_dim():
+    assert head_dim_for(768, 12) == 64

@@ -1,0 +1,66 @@
+"""Figures return what they drew, and refuse data they cannot draw."""
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+import torch  # noqa: E402
+
+from mhabook import (  # noqa: E402
+    PALETTE,
+    attention_heatmap,
+    attention_heatmaps,
+    grid_heatmap,
+    shape_flow,
+    use_chapter_style,
+)
+
+
+@pytest.fixture(autouse=True)
+def close_figures():
+    yield
+    plt.close("all")
+
+
+def test_heatmap_labels_queries_and_keys():
+    ax = attention_heatmap(torch.eye(3), ["a", "b", "c"], title="t")
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["a", "b", "c"]
+    assert ax.get_title() == "t"
+    assert len(ax.texts) == 9
+
+
+def test_heatmap_refuses_a_batch_of_maps():
+    with pytest.raises(ValueError, match="select a batch item"):
+        attention_heatmap(torch.ones(1, 3, 3), ["a", "b", "c"])
+
+
+def test_heatmap_refuses_mismatched_tokens():
+    with pytest.raises(ValueError, match="3 tokens need a 3x3 map"):
+        attention_heatmap(np.eye(2), ["a", "b", "c"])
+
+
+def test_side_by_side_maps():
+    fig = attention_heatmaps([np.eye(2)] * 2, ["a", "b"], ["one", "two"])
+    titles = [ax.get_title() for ax in fig.axes if ax.get_title()]
+    assert titles == ["one", "two"]
+
+
+def test_grid_heatmap_has_one_label_per_cell():
+    fig = grid_heatmap(np.arange(6).reshape(2, 3) / 6, "t", "share")
+    assert len(fig.axes[0].texts) == 6
+
+
+def test_shape_flow_names_every_shape():
+    fig = shape_flow(1, 5, 768, 12)
+    texts = " ".join(t.get_text() for t in fig.axes[0].texts)
+    assert texts.count("[1, 5, 64]") == 12
+    assert "[1, 5, 768]" in texts and "output_linear" in texts
+
+
+def test_chapter_style_uses_the_palette():
+    use_chapter_style()
+    colours = matplotlib.rcParams["axes.prop_cycle"].by_key()["color"]
+    assert colours == PALETTE
