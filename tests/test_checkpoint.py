@@ -22,8 +22,11 @@ def tiny_model(tmp_path_factory):
         folder
     )
     config = BertConfig(
-        vocab_size=len(WORDS), hidden_size=8, num_hidden_layers=2,
-        num_attention_heads=2, intermediate_size=16,
+        vocab_size=len(WORDS),
+        hidden_size=8,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=16,
         max_position_embeddings=16,
     )
     BertModel(config).save_pretrained(folder)
@@ -58,7 +61,9 @@ def test_a_local_folder_is_loaded_with_eager_attention(tiny_model):
     assert huggingface_hub.utils.are_progress_bars_disabled()
 
 
-def test_the_environment_variable_names_the_checkpoint(tiny_model, monkeypatch):
+def test_the_environment_variable_names_the_checkpoint(
+    tiny_model, monkeypatch
+):
     monkeypatch.setenv(checkpoint.ENV_VAR, str(tiny_model))
     assert resolve()[0] == str(tiny_model)
 

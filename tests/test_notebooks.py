@@ -14,16 +14,29 @@ ids = [p.stem for p in NOTEBOOKS]
 
 
 def text_outputs(nb):
-    """The printed and displayed text of every code cell, in order."""
+    """The printed and displayed text of every code cell, in order.
+
+    Printed text is joined per cell: a kernel may split it into chunks
+    differently from run to run. Cells tagged `timing` measure this
+    machine's speed and are left out.
+    """
     texts = []
     for cell in nb.cells:
-        if cell.cell_type != "code":
+        if cell.cell_type != "code" or "timing" in cell.metadata.get(
+            "tags", []
+        ):
             continue
-        for output in cell.outputs:
-            if output.output_type == "stream" and output.name == "stdout":
-                texts.append(output.text)
-            elif "data" in output and "text/plain" in output.data:
-                texts.append(output.data["text/plain"])
+        printed = "".join(
+            output.text
+            for output in cell.outputs
+            if output.output_type == "stream" and output.name == "stdout"
+        )
+        shown = [
+            output.data["text/plain"]
+            for output in cell.outputs
+            if "text/plain" in output.get("data", {})
+        ]
+        texts.append((printed, shown))
     return texts
 
 

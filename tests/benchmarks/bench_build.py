@@ -39,9 +39,19 @@ print(f"{seconds:.1f} {peak_mib:.0f}")
 def build(out, *extra):
     start = time.perf_counter()
     subprocess.run(
-        [JB, "build", str(ROOT), "--path-output", str(out), "-W", "-n",
-         "--keep-going", *extra],
-        check=True, capture_output=True,
+        [
+            JB,
+            "build",
+            str(ROOT),
+            "--path-output",
+            str(out),
+            "-W",
+            "-n",
+            "--keep-going",
+            *extra,
+        ],
+        check=True,
+        capture_output=True,
     )
     return time.perf_counter() - start
 
@@ -58,9 +68,16 @@ def main():
     print(f"{'notebook':<28} {'execution':>10} {'kernel peak RSS':>16}")
     for notebook in toc_notebooks():
         run = subprocess.run(
-            [sys.executable, "-c", EXECUTE, str(notebook),
-             str(notebook.parent)],
-            check=True, capture_output=True, text=True,
+            [
+                sys.executable,
+                "-c",
+                EXECUTE,
+                str(notebook),
+                str(notebook.parent),
+            ],
+            check=True,
+            capture_output=True,
+            text=True,
         )
         seconds, peak = run.stdout.split()
         print(f"{notebook.name:<28} {seconds:>8} s {peak:>12} MiB")

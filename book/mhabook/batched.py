@@ -1,0 +1,195 @@
+"""All heads at once (section 3): the batched layer, its masks, and the
+weight copies that prove it equal to the loop, to PyTorch and to BERT.
+
+Like layers.py, each definition is taught in a `#@save` cell.
+Shape letters: B batch, T tokens, C hidden size, h heads, d_k = C // h.
+"""
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .layers import MultiHeadAttention, head_dim_for
+
+
+@dataclass(frozen=True)
+class AttentionConfig:
+    """The two numbers an attention layer needs (BertConfig has them too)."""
+
+    hidden_size: int
+    num_attention_heads: int
+
+
+def check_mask(mask, batch, num_tokens):
+    """Return a bool mask shaped (B, 1, T, T) for broadcasting over heads.
+
+    Accepts (T, T), shared by the batch, or (B, T, T), one per sequence;
+    True marks the keys a query may attend to.
+    """
+    if mask is None:
+        return None
+    shapes = [(num_tokens, num_tokens), (batch, num_tokens, num_tokens)]
+    if tuple(mask.shape) not in shapes:
+        raise ValueError(
+            f"mask has shape {tuple(mask.shape)}; expected (T, T) = "
+            f"{shapes[0]} or (B, T, T) = {shapes[1]} for an input of "
+            f"{batch} sequences of {num_tokens} tokens"
+        )
+    if mask.dtype != torch.bool:
+        raise ValueError(
+            f"mask has dtype {mask.dtype}; expected torch.bool with True "
+            f"where a query may attend (use mask.bool() for a 0/1 mask)"
+        )
+    return mask.expand(batch, num_tokens, num_tokens).unsqueeze(1)
+
+
+class BatchedMultiHeadAttention(nn.Module):
+    """Multi-head attention without a loop over heads.
+
+    One projection makes every head's query, key and value; one batched
+    matmul scores all heads; one more applies the weights to the values.
+    """
+
+    def __init__(self, config):
+        super().__init__()
+        self.num_heads = config.num_attention_heads
+        self.head_dim = head_dim_for(config.hidden_size, self.num_heads)
+        hidden = config.hidden_size
+        # rows [0, C): every head's query, [C, 2C): keys, [2C, 3C): values
+        self.qkv = nn.Linear(hidden, 3 * hidden)
+        self.output_linear = nn.Linear(hidden, hidden)
+
+    def forward(self, hidden_state, mask=None, need_weights=True):
+        B, T, C = hidden_state.shape
+        h, d_k = self.num_heads, self.head_dim
+        mask = check_mask(mask, B, T)  # None or (B, 1, T, T)
+        # 1. project: all heads' queries, keys and values in one matmul
+        qkv = self.qkv(hidden_state)  # (B, T, 3C)
+        qkv = qkv.view(B, T, 3, h, d_k)  # (B, T, 3, h, d_k)
+        Q, K, V = qkv.permute(2, 0, 3, 1, 4)  # 3 x (B, h, T, d_k)
+        # 2. attend: one matmul for the scores, one for the values
+        if need_weights:
+            scores = (Q * d_k**-0.5) @ K.transpose(-2, -1)  # (B, h, T, T)
+            if mask is not None:
+                scores.masked_fill_(~mask, float("-inf"))
+            # Without autograd, reuse the scores' memory for the weights, as
+            # nn.MultiheadAttention does: it is the layer's largest tensor.
+            out = None if torch.is_grad_enabled() else scores
+            weights = torch.softmax(scores, dim=-1, out=out)  # (B, h, T, T)
+            context = weights @ V  # (B, h, T, d_k)
+        else:
+            weights = None
+            context = F.scaled_dot_product_attention(Q, K, V, attn_mask=mask)
+        if mask is not None:  # a query with nothing to attend to gets 0
+            empty = ~mask.any(-1, keepdim=True)  # (B, 1, T, 1)
+            context = context.masked_fill(empty, 0.0)
+            if weights is not None:
+                weights = weights.masked_fill(empty, 0.0)
+        # 3. concat the heads and mix them with W^O
+        context = context.transpose(1, 2).reshape(B, T, C)  # (B, T, C)
+        return self.output_linear(context), weights
+
+    @classmethod
+    def from_bert(cls, bert_attention):
+        """Copy a Hugging Face BertAttention (its .self and .output.dense)."""
+        attn, dense = bert_attention.self, bert_attention.output.dense
+        config = AttentionConfig(dense.in_features, attn.num_attention_heads)
+        layer = cls(config)
+        parts = (attn.query, attn.key, attn.value)
+        weights = {
+            "qkv.weight": torch.cat([p.weight for p in parts]),
+            "qkv.bias": torch.cat([p.bias for p in parts]),
+            "output_linear.weight": dense.weight,
+            "output_linear.bias": dense.bias,
+        }
+        copy_checked(layer, weights)
+        return layer
+
+
+def copy_checked(layer, weights):
+    """Load weights into layer after checking every key and shape."""
+    target = layer.state_dict()
+    if weights.keys() != target.keys():
+        raise ValueError(
+            f"keys differ: missing {sorted(target.keys() - weights.keys())}, "
+            f"unexpected {sorted(weights.keys() - target.keys())}"
+        )
+    for key, value in weights.items():
+        if value.shape != target[key].shape:
+            raise ValueError(
+                f"{key}: shape {tuple(value.shape)} does not fit "
+                f"{tuple(target[key].shape)}"
+            )
+    layer.load_state_dict(weights)
+
+
+def causal_mask(num_tokens):
+    """(T, T): token i may attend to tokens 0..i, never to the future."""
+    return torch.ones(num_tokens, num_tokens, dtype=torch.bool).tril()
+
+
+def padding_mask(lengths, num_tokens):
+    """(B, T, T): in sequence b, every query may attend to the first
+    lengths[b] tokens; the padding after them is never attended to."""
+    lengths = torch.as_tensor(lengths)
+    keys = torch.arange(num_tokens) < lengths[:, None]  # (B, T)
+    return keys[:, None, :].expand(-1, num_tokens, -1)  # (B, T, T)
+
+
+def batched_from_loop(loop):
+    """The batched layer holding exactly the weights of a loop layer."""
+    hidden = loop.output_linear.in_features
+    layer = BatchedMultiHeadAttention(AttentionConfig(hidden, len(loop.heads)))
+    weights, biases = [], []
+    for part in ("q", "k", "v"):  # stack the heads' rows, head 0 first
+        weights += [getattr(head, part).weight for head in loop.heads]
+        biases += [getattr(head, part).bias for head in loop.heads]
+    copy_checked(
+        layer,
+        {
+            "qkv.weight": torch.cat(weights),  # (3C, C)
+            "qkv.bias": torch.cat(biases),  # (3C,)
+            "output_linear.weight": loop.output_linear.weight,
+            "output_linear.bias": loop.output_linear.bias,
+        },
+    )
+    return layer
+
+
+def loop_from_batched(batched):
+    """The loop layer of section 2 holding a batched layer's weights."""
+    hidden = batched.output_linear.in_features
+    loop = MultiHeadAttention(AttentionConfig(hidden, batched.num_heads))
+    rows = batched.head_dim
+    weight = batched.qkv.weight.split(rows)  # 3h x (d_k, C)
+    bias = batched.qkv.bias.split(rows)  # 3h x (d_k,)
+    weights = {}
+    for i, part in enumerate(("q", "k", "v")):
+        for j in range(batched.num_heads):
+            n = i * batched.num_heads + j
+            weights[f"heads.{j}.{part}.weight"] = weight[n]
+            weights[f"heads.{j}.{part}.bias"] = bias[n]
+    weights["output_linear.weight"] = batched.output_linear.weight
+    weights["output_linear.bias"] = batched.output_linear.bias
+    copy_checked(loop, weights)
+    return loop
+
+
+def torch_from_batched(batched):
+    """torch.nn.MultiheadAttention holding a batched layer's weights."""
+    hidden = batched.output_linear.in_features
+    reference = nn.MultiheadAttention(
+        hidden, batched.num_heads, batch_first=True
+    )
+    copy_checked(
+        reference,
+        {
+            "in_proj_weight": batched.qkv.weight,  # same [q; k; v] layout
+            "in_proj_bias": batched.qkv.bias,
+            "out_proj.weight": batched.output_linear.weight,
+            "out_proj.bias": batched.output_linear.bias,
+        },
+    )
+    return reference

@@ -1,0 +1,213 @@
+"""Section 3's batched layer: equal to the loop, to PyTorch and to BERT,
+with masks, across configurations from 768/12 down to one head."""
+
+import pytest
+import torch
+from transformers import BertConfig, BertModel
+
+from mhabook import MultiHeadAttention
+from mhabook.batched import (
+    AttentionConfig,
+    BatchedMultiHeadAttention,
+    batched_from_loop,
+    causal_mask,
+    copy_checked,
+    loop_from_batched,
+    padding_mask,
+    torch_from_batched,
+)
+
+CONFIGS = [(768, 12), (512, 8), (128, 4), (8, 2), (16, 1)]
+TIGHT = dict(rtol=1e-5, atol=1e-6)
+
+
+@pytest.fixture(params=CONFIGS, ids=lambda c: f"{c[0]}/{c[1]}")
+def layers(request):
+    torch.manual_seed(0)
+    loop = MultiHeadAttention(AttentionConfig(*request.param))
+    return loop, batched_from_loop(loop)
+
+
+def inputs(layer, batch=2, tokens=7):
+    return torch.randn(batch, tokens, layer.output_linear.in_features)
+
+
+def test_batched_equals_the_loop(layers):
+    loop, batched = layers
+    x = inputs(batched)
+    (out, weights), (loop_out, loop_weights) = batched(x), loop(x)
+    torch.testing.assert_close(out, loop_out, **TIGHT)
+    torch.testing.assert_close(weights, loop_weights, **TIGHT)
+
+
+def test_batched_equals_the_loop_under_a_mask(layers):
+    loop, batched = layers
+    x, mask = inputs(batched), causal_mask(7)
+    torch.testing.assert_close(batched(x, mask)[1], loop(x, mask)[1], **TIGHT)
+    torch.testing.assert_close(batched(x, mask)[0], loop(x, mask)[0], **TIGHT)
+
+
+def test_batched_equals_torch_multihead_attention(layers):
+    _, batched = layers
+    x = inputs(batched)
+    reference = torch_from_batched(batched)
+    ref_out, ref_weights = reference(
+        x, x, x, need_weights=True, average_attn_weights=False
+    )
+    out, weights = batched(x)
+    torch.testing.assert_close(out, ref_out, **TIGHT)
+    torch.testing.assert_close(weights, ref_weights, **TIGHT)
+
+
+@pytest.mark.parametrize("mask", [None, "causal", "padding"])
+def test_fused_path_equals_explicit_path(layers, mask):
+    _, batched = layers
+    x = inputs(batched)
+    mask = {
+        None: None,
+        "causal": causal_mask(7),
+        "padding": padding_mask([7, 4], 7),
+    }[mask]
+    fused, none = batched(x, mask, need_weights=False)
+    assert none is None
+    torch.testing.assert_close(fused, batched(x, mask)[0], **TIGHT)
+
+
+def test_loop_from_batched_round_trips(layers):
+    loop, batched = layers
+    x = inputs(batched)
+    torch.testing.assert_close(loop_from_batched(batched)(x)[0], loop(x)[0])
+
+
+# The six properties of the lesson source.
+
+
+def test_output_has_the_input_shape(layers):
+    _, batched = layers
+    x = inputs(batched)
+    assert batched(x)[0].shape == x.shape
+
+
+def test_weights_are_one_map_per_head(layers):
+    _, batched = layers
+    assert batched(inputs(batched))[1].shape == (2, batched.num_heads, 7, 7)
+
+
+def test_rows_sum_to_one(layers):
+    _, batched = layers
+    weights = batched(inputs(batched), causal_mask(7))[1]
+    torch.testing.assert_close(weights.sum(-1), torch.ones(weights.shape[:-1]))
+
+
+def test_future_gets_zero_weight_under_a_causal_mask(layers):
+    _, batched = layers
+    weights = batched(inputs(batched), causal_mask(7))[1]
+    assert torch.all(weights[..., ~causal_mask(7)] == 0)
+
+
+def test_differently_seeded_heads_differ(layers):
+    _, batched = layers
+    weights = batched(inputs(batched))[1][0]
+    for i in range(batched.num_heads):
+        for j in range(i + 1, batched.num_heads):
+            assert not torch.allclose(weights[i], weights[j])
+
+
+def test_gradients_reach_every_head_and_the_output(layers):
+    _, batched = layers
+    batched(inputs(batched))[0].square().sum().backward()
+    h, d_k = batched.num_heads, batched.head_dim
+    per_head = batched.qkv.weight.grad.view(3, h, d_k, -1)
+    assert (per_head.abs().sum(dim=(2, 3)) > 0).all()
+    assert batched.output_linear.weight.grad.abs().sum() > 0
+
+
+# Masks
+
+
+def test_padding_is_never_attended_and_changes_nothing():
+    torch.manual_seed(0)
+    batched = BatchedMultiHeadAttention(AttentionConfig(16, 4))
+    x = torch.randn(2, 6, 16)
+    out, weights = batched(x, padding_mask([6, 2], 6))
+    assert torch.all(weights[1, ..., 2:] == 0)
+    alone = batched(x[1:, :2])[0]
+    torch.testing.assert_close(out[1, :2], alone[0], **TIGHT)
+
+
+@pytest.mark.parametrize("need_weights", [True, False])
+def test_a_query_with_nothing_to_attend_to_gives_zeros(need_weights):
+    batched = BatchedMultiHeadAttention(AttentionConfig(8, 2))
+    out, weights = batched(
+        torch.randn(2, 3, 8), padding_mask([3, 0], 3), need_weights
+    )
+    assert not out.isnan().any()
+    torch.testing.assert_close(
+        out[1], batched.output_linear.bias.expand(3, -1)
+    )
+    if need_weights:
+        assert torch.all(weights[1] == 0)
+
+
+@pytest.mark.parametrize("shape", [(4, 4), (3, 5, 5), (2, 1, 5, 5), (5,)])
+def test_a_mask_of_the_wrong_shape_names_the_expected_one(shape):
+    batched = BatchedMultiHeadAttention(AttentionConfig(8, 2))
+    with pytest.raises(
+        ValueError,
+        match=r"expected \(T, T\) = \(5, 5\) or "
+        r"\(B, T, T\) = \(2, 5, 5\)",
+    ):
+        batched(torch.randn(2, 5, 8), torch.ones(shape, dtype=torch.bool))
+
+
+def test_a_float_mask_is_refused():
+    batched = BatchedMultiHeadAttention(AttentionConfig(8, 2))
+    with pytest.raises(ValueError, match="mask.bool()"):
+        batched(torch.randn(1, 3, 8), torch.ones(3, 3))
+
+
+def test_heads_that_do_not_divide_fail_at_construction():
+    with pytest.raises(ValueError, match="768.*5.*4 or 6"):
+        BatchedMultiHeadAttention(AttentionConfig(768, 5))
+
+
+# Copies
+
+
+def test_copy_checks_keys_and_shapes_before_copying():
+    layer = BatchedMultiHeadAttention(AttentionConfig(8, 2))
+    before = {k: v.clone() for k, v in layer.state_dict().items()}
+    good = layer.state_dict()
+    with pytest.raises(ValueError, match="missing.*output_linear.bias"):
+        copy_checked(
+            layer, {k: v for k, v in good.items() if k != "output_linear.bias"}
+        )
+    wrong = dict(good, **{"qkv.weight": torch.zeros(24, 9)})
+    with pytest.raises(ValueError, match=r"qkv.weight: shape \(24, 9\)"):
+        copy_checked(layer, wrong)
+    for key, value in layer.state_dict().items():
+        assert torch.equal(value, before[key])
+
+
+def test_from_bert_reproduces_every_layer_of_a_tiny_bert():
+    torch.manual_seed(0)
+    config = BertConfig(
+        vocab_size=30,
+        hidden_size=16,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=32,
+        attn_implementation="eager",
+    )
+    model = BertModel(config).eval()
+    ids = torch.randint(0, 30, (1, 6))
+    with torch.no_grad():
+        result = model(ids, output_attentions=True, output_hidden_states=True)
+        for i, block in enumerate(model.encoder.layer):
+            ours = BatchedMultiHeadAttention.from_bert(block.attention)
+            hidden = result.hidden_states[i]
+            out, weights = ours(hidden)
+            torch.testing.assert_close(weights, result.attentions[i], **TIGHT)
+            context = block.attention.self(hidden)[0]
+            expected = block.attention.output.dense(context)
+            torch.testing.assert_close(out, expected, **TIGHT)
