@@ -17,10 +17,8 @@ WORDS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "time", "flies"]
 def tiny_model(tmp_path_factory):
     """A 2-layer, 2-head BERT with random weights, saved to a folder."""
     folder = tmp_path_factory.mktemp("tiny-bert")
-    (folder / "vocab.txt").write_text("\n".join(WORDS) + "\n")
-    BertTokenizerFast(vocab_file=str(folder / "vocab.txt")).save_pretrained(
-        folder
-    )
+    vocab = {word: i for i, word in enumerate(WORDS)}
+    BertTokenizerFast(vocab=vocab).save_pretrained(folder)
     config = BertConfig(
         vocab_size=len(WORDS),
         hidden_size=8,
@@ -57,6 +55,7 @@ def test_a_local_folder_is_loaded_with_eager_attention(tiny_model):
     assert model.config._attn_implementation == "eager"
     assert not model.training
     ids = tokenizer("time flies", return_tensors="pt")
+    assert ids["input_ids"].tolist() == [[2, 5, 6, 3]]
     assert len(model(**ids, output_attentions=True).attentions) == 2
     assert huggingface_hub.utils.are_progress_bars_disabled()
 

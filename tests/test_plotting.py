@@ -51,6 +51,14 @@ def test_side_by_side_maps():
 def test_grid_heatmap_has_one_label_per_cell():
     fig = grid_heatmap(np.arange(6).reshape(2, 3) / 6, "t", "share")
     assert len(fig.axes[0].texts) == 6
+    assert fig.axes[0].get_title() == "t"
+
+
+def test_grid_heatmaps_side_by_side_share_one_scale():
+    fig = grid_heatmap([np.zeros((2, 3)), np.ones((2, 3))], ["a", "b"], "w")
+    grids = [ax for ax in fig.axes if ax.get_title()]
+    assert [ax.get_title() for ax in grids] == ["a", "b"]
+    assert {ax.images[0].get_clim() for ax in grids} == {(0.0, 1.0)}
 
 
 def test_shape_flow_names_every_shape():

@@ -42,8 +42,9 @@ def _as_array(weights):
     weights = np.asarray(weights, dtype=float)
     if weights.ndim != 2:
         raise ValueError(
-            f"expected one (T_q, T_k) attention map, got shape "
-            f"{weights.shape}; select a batch item and a head first"
+            f"expected a 2-d array (one attention map, or one layer x head "
+            f"grid), got shape {weights.shape}; select a batch item and a "
+            f"head first"
         )
     return weights
 
@@ -92,32 +93,42 @@ def attention_heatmaps(maps, tokens, titles):
     return fig
 
 
-def grid_heatmap(values, title, colorbar_label, fmt="{:.2f}"):
-    """A layer x head grid of numbers (rows: layers, columns: heads)."""
-    values = np.asarray(values, dtype=float)
-    layers, heads = values.shape
-    fig, ax = plt.subplots(
-        figsize=(0.55 * heads + 1.8, 0.45 * layers + 1.2), layout="constrained"
+def grid_heatmap(grids, titles, colorbar_label, fmt="{:.2f}"):
+    """Layer x head grids of numbers side by side, on one colour scale.
+
+    grids: one (layers, heads) array or a list of them; titles to match.
+    """
+    if isinstance(titles, str):
+        grids, titles = [grids], [titles]
+    grids = [_as_array(grid) for grid in grids]
+    layers, heads = grids[0].shape
+    top = max(max(grid.max() for grid in grids), 1e-9)
+    fig, axes = plt.subplots(
+        1,
+        len(grids),
+        squeeze=False,
+        layout="constrained",
+        figsize=(len(grids) * (0.5 * heads + 1.2) + 1.0, 0.42 * layers + 1.4),
     )
-    image = ax.imshow(values, vmin=0.0, vmax=max(values.max(), 1e-9))
-    ax.set_xticks(range(heads), range(heads))
-    ax.set_yticks(range(layers), range(layers))
-    ax.set_xlabel("head")
-    ax.set_ylabel("layer")
-    ax.set_title(title)
-    ax.spines[:].set_visible(False)
-    threshold = 0.6 * values.max()
-    for (i, j), v in np.ndenumerate(values):
-        ax.text(
-            j,
-            i,
-            fmt.format(v),
-            ha="center",
-            va="center",
-            fontsize=7,
-            color="black" if v > threshold else "white",
-        )
-    fig.colorbar(image, ax=ax, label=colorbar_label)
+    for ax, grid, title in zip(axes[0], grids, titles):
+        image = ax.imshow(grid, vmin=0.0, vmax=top)
+        ax.set_xticks(range(heads), range(heads))
+        ax.set_yticks(range(layers), range(layers))
+        ax.set_xlabel("head")
+        ax.set_ylabel("layer")
+        ax.set_title(title)
+        ax.spines[:].set_visible(False)
+        for (i, j), v in np.ndenumerate(grid):
+            ax.text(
+                j,
+                i,
+                fmt.format(v),
+                ha="center",
+                va="center",
+                fontsize=7,
+                color="black" if v > 0.6 * top else "white",
+            )
+    fig.colorbar(image, ax=axes[0].tolist(), label=colorbar_label)
     return fig
 
 

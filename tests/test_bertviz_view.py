@@ -1,0 +1,56 @@
+"""Our wrapper around BertViz: light, and safe for any token text."""
+
+import json
+import re
+
+import pytest
+import torch
+
+from mhabook.bertviz_view import escape_script, head_view_html
+
+TOKENS = ["[CLS]", "time", "flies", "[SEP]", "fruit", "[SEP]"]
+EVIL = "</script><img src=x onerror=alert(1)>\"&'"
+
+
+def attention(layers=3, heads=2, tokens=6):
+    torch.manual_seed(0)
+    return torch.softmax(torch.randn(layers, heads, tokens, tokens), -1)
+
+
+def params(html):
+    """The JSON BertViz embeds in its script, decoded as JS would."""
+    found = re.search(r"const params = (\{.*?\}); //", html, re.DOTALL)
+    return json.loads(found.group(1).replace("<\\/", "</"))
+
+
+def test_only_the_shown_layer_is_serialised_and_rounded():
+    html = head_view_html(attention(), TOKENS, 4, layer=1, heads=[0]).data
+    data = params(html)
+    assert data["include_layers"] == [1] and data["layer"] == 1
+    weights = data["attention"][0]["attn"]
+    assert len(weights) == 1
+    assert all(len(str(w)) <= 5 for w in weights[0][0][0])
+
+
+def test_a_token_cannot_close_the_script():
+    tokens = list(TOKENS)
+    tokens[1] = EVIL
+    html = head_view_html(attention(), tokens, 4, layer=0, heads=[0]).data
+    assert html.count("</script>") == 2  # require.js tag and our script
+    script = html.split('<script type="text/javascript">')[1]
+    assert "</" not in script[: script.rindex("</script>")]
+    assert params(html)["attention"][0]["left_text"][1] == EVIL
+
+
+def test_escape_script():
+    assert escape_script("a</b<!--c") == "a<\\/b<\\!--c"
+
+
+def test_no_attention_is_a_clear_error():
+    with pytest.raises(ValueError, match="attn_implementation='eager'"):
+        head_view_html(torch.zeros(0), TOKENS, 4, layer=0, heads=[0])
+
+
+def test_a_layer_out_of_range_is_refused():
+    with pytest.raises(ValueError, match="layer 3 is not in 0..2"):
+        head_view_html(attention(), TOKENS, 4, layer=3, heads=[0])
