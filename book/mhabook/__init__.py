@@ -1,7 +1,8 @@
 """Helpers for the Multi-Head Attention chapter (re-exports only)."""
 
 from .checkpoint import Checkpoint, load_checkpoint, load_tokenizer
-from .heads import pointer_head
+from .explorer import head_explorer
+from .heads import pointer_head, pronoun_heads
 from .layers import (
     AttentionHead,
     MultiHeadAttention,
@@ -25,10 +26,12 @@ __all__ = [
     "attention_heatmap",
     "attention_heatmaps",
     "grid_heatmap",
+    "head_explorer",
     "head_dim_for",
     "load_checkpoint",
     "load_tokenizer",
     "pointer_head",
+    "pronoun_heads",
     "scaled_dot_product_attention",
     "shape_flow",
     "use_chapter_style",

@@ -1,4 +1,4 @@
-"""Serve every script the book needs from the book itself.
+"""Serve every script the book needs from the book itself, once.
 
 Sphinx extension. The files come from the npm registry, pinned in
 book/_vendor/package-lock.json and installed by `make book`; this hook
@@ -13,9 +13,8 @@ injects every file found there into every page.
 import shutil
 from pathlib import Path
 
-NODE_MODULES = (
-    Path(__file__).resolve().parent.parent / "_vendor" / "node_modules"
-)
+HERE = Path(__file__).resolve().parent
+NODE_MODULES = HERE.parent / "_vendor" / "node_modules"
 
 # destination under _static/bundled/ -> source under node_modules/
 ASSETS = {
@@ -23,8 +22,13 @@ ASSETS = {
     "require.min.js": "requirejs/require.js",
     "d3.min.js": "d3/dist/d3.min.js",
     "jquery.min.js": "jquery/dist/jquery.min.js",
-    "embed-amd.js": "@jupyter-widgets/html-manager/dist/embed-amd.js",
+    # The widget manager keeps its npm path: require-paths.js (ours, copied
+    # beside these) points require.js at it, and it finds its fonts there.
+    "npm/@jupyter-widgets/html-manager/dist": (
+        "@jupyter-widgets/html-manager/dist"
+    ),
 }
+OWN_FILES = ["require-paths.js"]
 
 # What BertViz (and notebooks copying it) load from CDNs -> local file.
 CDNJS = "https://cdnjs.cloudflare.com/ajax/libs"
@@ -56,10 +60,29 @@ def rewrite_cdn_urls(app, pagename, templatename, context, doctree):
     context["body"] = body
 
 
+def drop_duplicate_scripts(app, pagename, templatename, context, doctree):
+    """sphinx-thebe 0.3.1 and sphinx-togglebutton register their inline
+    configuration scripts twice (once with filename None, once ''), and a
+    second `const THEBE_JS_URL` is a SyntaxError in the page."""
+    seen, unique = set(), []
+    for script in context.get("script_files", []):
+        key = (script.filename or "", str(sorted(script.attributes.items())))
+        if key not in seen:
+            seen.add(key)
+            unique.append(script)
+    context["script_files"] = unique
+
+
 def copy_assets(app, exception):
     if exception or app.builder.format != "html":
         return
     target = Path(app.outdir) / "_static" / "bundled"
+    target.mkdir(parents=True, exist_ok=True)
+    for name in OWN_FILES:
+        shutil.copyfile(HERE / name, target / name)
+    for name in OWN_FILES:
+        target.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(HERE / name, target / name)
     for name, src in ASSETS.items():
         source, dest = NODE_MODULES / src, target / name
         if source.is_dir():
@@ -72,5 +95,6 @@ def copy_assets(app, exception):
 def setup(app):
     app.connect("config-inited", check_installed)
     app.connect("html-page-context", rewrite_cdn_urls)
+    app.connect("html-page-context", drop_duplicate_scripts)
     app.connect("build-finished", copy_assets)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,0 +1,91 @@
+"""The head explorer: one self-contained HTML+JS view of several heads.
+
+Like BertViz's views, the JavaScript lives in its own file (explorer.js)
+with a placeholder, the data goes in as JSON, and each view gets a unique
+element id. Nothing is loaded from anywhere: the view works in JupyterLab,
+classic Notebook, VS Code, Colab and a static page alike.
+"""
+
+import json
+import uuid
+from pathlib import Path
+
+import torch
+from IPython.display import HTML, display
+
+from .plotting import PALETTE
+
+HERE = Path(__file__).parent
+# Okabe & Ito's eight colours (PALETTE and black's stand-in) and four of
+# Paul Tol's muted ones: enough for BERT's 12 heads.
+HEAD_COLOURS = PALETTE + [
+    "#555555",
+    "#882255",
+    "#44AA99",
+    "#999933",
+    "#AA4499",
+]
+
+
+def safe_json(value):
+    """JSON that cannot end the <script> it is pasted into."""
+    text = json.dumps(value)  # ensure_ascii: U+2028 and friends escaped
+    return text.replace("</", "<\\/").replace("<!--", "<\\!--")
+
+
+def head_explorer(
+    tokens, weights, head_names, query=0, title=None, html_action="view"
+):
+    """Show (or with html_action="return", return) the head explorer.
+
+    weights: (h, T, T) attention weights, one map per head, rows summing
+    to one; head_names: h names; query: the token selected at first.
+    """
+    weights = torch.as_tensor(weights, dtype=torch.float64)
+    num_tokens = len(tokens)
+    if weights.ndim != 3 or weights.shape[1:] != (num_tokens, num_tokens):
+        raise ValueError(
+            f"weights must be (heads, T, T) = (h, {num_tokens}, "
+            f"{num_tokens}) for {num_tokens} tokens; got "
+            f"{tuple(weights.shape)}"
+        )
+    if len(head_names) != len(weights):
+        raise ValueError(
+            f"{len(head_names)} head names for {len(weights)} heads"
+        )
+    if len(weights) > len(HEAD_COLOURS):
+        raise ValueError(
+            f"at most {len(HEAD_COLOURS)} heads fit the palette; pass a "
+            f"selection such as weights[:{len(HEAD_COLOURS)}]"
+        )
+    if not 0 <= query < num_tokens:
+        raise ValueError(f"query {query} is not in 0..{num_tokens - 1}")
+    if html_action not in ("view", "return"):
+        raise ValueError("html_action must be 'view' or 'return'")
+    element_id = f"mha-explorer-{uuid.uuid4().hex}"
+    params = {
+        "id": element_id,
+        "tokens": [str(token) for token in tokens],
+        "heads": [
+            {
+                "name": str(name),
+                "colour": colour,
+                "weights": weights[h].round(decimals=3).tolist(),
+            }
+            for h, (name, colour) in enumerate(zip(head_names, HEAD_COLOURS))
+        ],
+        "query": query,
+        "title": title or "Head explorer",
+    }
+    script = (HERE / "explorer.js").read_text()
+    script = script.replace("EXPLORER_PARAMS", safe_json(params))
+    style = (HERE / "explorer.css").read_text()
+    view = HTML(
+        f'<div id="{element_id}" class="mha-explorer-root">'
+        f"<noscript>The head explorer needs JavaScript.</noscript></div>\n"
+        f"<style>{style}</style>\n<script>{script}</script>"
+    )
+    if html_action == "return":
+        return view
+    display(view)
+    return None
