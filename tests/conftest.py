@@ -40,21 +40,10 @@ def built_book(tmp_path_factory):
     """Build the whole book once, cold, with warnings as errors."""
     import subprocess
 
+    from chapter import build_command
+
     out = tmp_path_factory.mktemp("book")
-    run = subprocess.run(
-        [
-            Path(sys.executable).parent / "jupyter-book",
-            "build",
-            str(ROOT),
-            "--path-output",
-            str(out),
-            "-W",
-            "-n",
-            "--keep-going",
-        ],
-        capture_output=True,
-        text=True,
-    )
+    run = subprocess.run(build_command(out), capture_output=True, text=True)
     assert run.returncode == 0, run.stdout[-6000:] + run.stderr[-3000:]
     return out / "_build"
 

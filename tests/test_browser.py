@@ -266,3 +266,37 @@ def test_hostile_text_renders_as_text(visit, escaping_page):
     assert token.text_content() == EVIL
     assert EVIL in page.locator("[id^=bertviz] svg").text_content()
     assert problems["errors"] == [] and problems["external"] == []
+
+
+def test_hovering_a_term_shows_its_definition(visit):
+    page, problems = visit("book/one_head.html")
+    link = page.locator("a[data-definition]", has_text="query").first
+    tip = "(el) => getComputedStyle(el, '::after').content"
+    assert link.evaluate(tip) == "none"
+    link.hover()
+    shown = link.evaluate(tip)
+    assert "look for other tokens" in shown
+    assert problems["errors"] == []
+
+
+README_IMAGES = ROOT / "book" / "images"
+
+
+def test_readme_screenshots_come_from_the_built_book(visit):
+    """The README shows these; taking them here keeps them current."""
+    page, _ = visit("book/one_head.html")
+    page.set_viewport_size({"width": 1000, "height": 900})
+    page.locator("#scaled-dot-product-attention").screenshot(
+        path=README_IMAGES / "readme-one-head.png"
+    )
+    page, _ = visit("book/labs.html")
+    page.set_viewport_size({"width": 1000, "height": 900})
+    page.locator(".mha-explorer").first.screenshot(
+        path=README_IMAGES / "readme-explorer.png"
+    )
+    page, _ = visit("book/real_heads.html")
+    page.locator("[id^=bertviz]").first.screenshot(
+        path=README_IMAGES / "readme-head-view.png"
+    )
+    for name in ("one-head", "explorer", "head-view"):
+        assert (README_IMAGES / f"readme-{name}.png").stat().st_size > 5000

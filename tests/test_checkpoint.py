@@ -5,29 +5,19 @@ import time
 import huggingface_hub
 import pytest
 from huggingface_hub import constants as hub_constants
-from transformers import BertConfig, BertModel, BertTokenizerFast
 
 from mhabook import checkpoint
 from mhabook.checkpoint import PREFERRED, load_checkpoint, resolve
-
-WORDS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "time", "flies"]
+from tiny import tiny_bert, tiny_tokenizer
 
 
 @pytest.fixture(scope="module")
 def tiny_model(tmp_path_factory):
-    """A 2-layer, 2-head BERT with random weights, saved to a folder."""
+    """A tiny random BERT and its tokenizer, saved to a folder."""
     folder = tmp_path_factory.mktemp("tiny-bert")
-    vocab = {word: i for i, word in enumerate(WORDS)}
-    BertTokenizerFast(vocab=vocab).save_pretrained(folder)
-    config = BertConfig(
-        vocab_size=len(WORDS),
-        hidden_size=8,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        intermediate_size=16,
-        max_position_embeddings=16,
-    )
-    BertModel(config).save_pretrained(folder)
+    tiny_tokenizer().save_pretrained(folder)
+    # saved with a fast kernel: the loader must still load it eager
+    tiny_bert(attn_implementation="sdpa").save_pretrained(folder)
     return folder
 
 

@@ -2,7 +2,6 @@
 
 import pytest
 import torch
-from transformers import BertConfig, BertModel, BertTokenizerFast
 
 from mhabook.realheads import (
     encode_pair,
@@ -10,37 +9,12 @@ from mhabook.realheads import (
     segments_from_sep,
     within_sentence_share,
 )
-
-WORDS = [
-    "[PAD]",
-    "[UNK]",
-    "[CLS]",
-    "[SEP]",
-    "[MASK]",
-    "time",
-    "flies",
-    "fruit",
-    "arrow",
-]
+from tiny import tiny_bert, tiny_tokenizer
 
 
 @pytest.fixture(scope="module")
 def tokenizer():
-    return BertTokenizerFast(vocab={w: i for i, w in enumerate(WORDS)})
-
-
-def tiny_bert(attn_implementation="eager", max_positions=16):
-    torch.manual_seed(0)
-    config = BertConfig(
-        vocab_size=len(WORDS),
-        hidden_size=8,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        intermediate_size=16,
-        max_position_embeddings=max_positions,
-        attn_implementation=attn_implementation,
-    )
-    return BertModel(config).eval()
+    return tiny_tokenizer()
 
 
 def test_a_pair_is_encoded_with_its_segments(tokenizer):
@@ -63,7 +37,10 @@ def test_a_pair_is_encoded_with_its_segments(tokenizer):
 def test_a_pair_longer_than_the_position_table_is_refused(tokenizer):
     with pytest.raises(ValueError, match="19 tokens long.*holds 8"):
         encode_pair(
-            tokenizer, tiny_bert(max_positions=8), "time " * 8, "fruit " * 8
+            tokenizer,
+            tiny_bert(max_position_embeddings=8),
+            "time " * 8,
+            "fruit " * 8,
         )
 
 
@@ -95,7 +72,7 @@ def test_attentions_are_stacked_per_layer(tokenizer):
 
 
 def test_a_model_without_eager_attention_gets_a_clear_error(tokenizer):
-    model = tiny_bert("sdpa")
+    model = tiny_bert(attn_implementation="sdpa")
     inputs, _, _ = encode_pair(tokenizer, model, "time flies", "arrow")
     with pytest.raises(ValueError, match="attn_implementation='eager'"):
         model_attentions(model, inputs)

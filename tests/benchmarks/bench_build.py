@@ -15,9 +15,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests"))
 
-from chapter import toc_notebooks  # noqa: E402
-
-JB = Path(sys.executable).parent / "jupyter-book"
+from chapter import build_command, toc_notebooks  # noqa: E402
 
 # Runs in a fresh interpreter so that RUSAGE_CHILDREN sees only its kernel.
 EXECUTE = """
@@ -38,21 +36,7 @@ print(f"{seconds:.1f} {peak_mib:.0f}")
 
 def build(out, *extra):
     start = time.perf_counter()
-    subprocess.run(
-        [
-            JB,
-            "build",
-            str(ROOT),
-            "--path-output",
-            str(out),
-            "-W",
-            "-n",
-            "--keep-going",
-            *extra,
-        ],
-        check=True,
-        capture_output=True,
-    )
+    subprocess.run(build_command(out, *extra), check=True, capture_output=True)
     return time.perf_counter() - start
 
 
