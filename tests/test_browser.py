@@ -194,7 +194,7 @@ def test_clicking_it_shows_the_coreference_arc_to_cat(lab):
     coreference, cat = "3", "1"
     weights = {(h, k): w for h, k, w in state["arcs"]}
     assert weights[coreference, cat] > 0.5
-    assert "\u201cit\u201d" in state["caption"]
+    assert "coreference \u2192 \u201ccat\u201d" in state["caption"]
 
 
 def test_isolate_leaves_one_heads_arcs(lab):

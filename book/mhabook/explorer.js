@@ -124,26 +124,22 @@
   }
 
   function describe() {
-    const visible = heads.filter((_, h) => state.shown[h]);
     const query = "Query \u201c" + tokens[state.query] + "\u201d";
-    if (visible.length === 0) {
-      return query + ". No head is shown: switch one on, or press show all.";
-    }
-    let best = null;
+    const tops = [];
     heads.forEach((head, h) => {
       if (!state.shown[h]) {
         return;
       }
-      head.weights[state.query].forEach((weight, k) => {
-        if (best === null || weight > best.weight) {
-          best = {head: head.name, key: tokens[k], weight: weight};
-        }
-      });
+      const row = head.weights[state.query];
+      const k = row.indexOf(Math.max(...row));
+      tops.push(head.name + " \u2192 \u201c" + tokens[k] + "\u201d (" +
+        percent(row[k]) + ")");
     });
-    return query + ". Heads shown: " + visible.map((h) => h.name).join(", ") +
-      ". Strongest link: " + best.head + " \u2192 \u201c" + best.key +
-      "\u201d (" + percent(best.weight) + "). Line width and opacity show " +
-      "the attention weight.";
+    if (tops.length === 0) {
+      return query + ". No head is shown: switch one on, or press show all.";
+    }
+    return query + ". Where each head shown looks most: " + tops.join(", ") +
+      ". Line width and opacity show the attention weight.";
   }
 
   function draw() {

@@ -8,12 +8,15 @@ it prints, measured in one run with the contenders interleaved:
   Target <= 1.0.
 - fused / bare: our need_weights=False path against a bare layer around
   F.scaled_dot_product_attention. Target <= 1.05.
-- the extra peak memory (resident set) of one forward pass of each.
+- the extra peak memory (resident set) of one forward pass of each, each
+  measured in a fresh process so that no contender reuses memory another
+  one freed.
 
 Ratios are of median times; below 1.0 means ours is faster.
 """
 
 import statistics
+import subprocess
 import sys
 from pathlib import Path
 
@@ -68,6 +71,31 @@ def extra_peak_mib(fn):
     return (rss_kib("VmHWM") - before) / 1024
 
 
+def contenders():
+    torch.manual_seed(0)
+    ours = BatchedMultiHeadAttention(AttentionConfig(HIDDEN, HEADS)).eval()
+    reference = torch_from_batched(ours).eval()
+    bare = BareSDPA(ours).eval()
+    return {
+        "explicit": ours,
+        "torch": lambda x: reference(
+            x, x, x, need_weights=True, average_attn_weights=False
+        ),
+        "fused": lambda x: ours(x, need_weights=False),
+        "bare": bare,
+    }
+
+
+def peak_in_fresh_process(name, batch, tokens):
+    run = subprocess.run(
+        [sys.executable, __file__, "--peak", name, str(batch), str(tokens)],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return float(run.stdout)
+
+
 def median_seconds(fn, min_run_time):
     timer = Timer("fn()", globals={"fn": fn})
     return timer.blocked_autorange(min_run_time=min_run_time).median
@@ -83,10 +111,7 @@ def compare(a, b, min_run_time):
 
 
 def main():
-    torch.manual_seed(0)
-    ours = BatchedMultiHeadAttention(AttentionConfig(HIDDEN, HEADS)).eval()
-    reference = torch_from_batched(ours).eval()
-    bare = BareSDPA(ours).eval()
+    runs = contenders()
     print(
         f"torch {torch.__version__}, {torch.get_num_threads()} threads; "
         f"width {HIDDEN}, {HEADS} heads; median of {ROUNDS} rounds"
@@ -96,32 +121,41 @@ def main():
         f"{'ratio':>6} | {'fused ms':>9} {'bare ms':>8} {'ratio':>6} | "
         f"peak MiB: {'explicit':>8} {'torch':>6} {'fused':>6} {'bare':>6}"
     )
-    with torch.inference_mode():
-        for B, T in SHAPES:
-            x = torch.randn(B, T, HIDDEN)
-            runs = {
-                "explicit": lambda x=x: ours(x),
-                "torch": lambda x=x: reference(
-                    x, x, x, need_weights=True, average_attn_weights=False
-                ),
-                "fused": lambda x=x: ours(x, need_weights=False),
-                "bare": lambda x=x: bare(x),
-            }
-            budget = 0.05 if B * T < 1000 else 0.2
+    for B, T in SHAPES:
+        x = torch.randn(B, T, HIDDEN)
+        budget = 0.05 if B * T < 1000 else 0.2
+        with torch.inference_mode():
             explicit, torch_ms = compare(
-                runs["explicit"], runs["torch"], budget
+                lambda x=x: runs["explicit"](x),
+                lambda x=x: runs["torch"](x),
+                budget,
             )
-            fused, bare_ms = compare(runs["fused"], runs["bare"], budget)
-            peaks = {name: extra_peak_mib(fn) for name, fn in runs.items()}
-            print(
-                f"{B:>2} {T:>4} | {explicit * 1e3:>11.3f} "
-                f"{torch_ms * 1e3:>9.3f} {explicit / torch_ms:>6.2f} | "
-                f"{fused * 1e3:>9.3f} {bare_ms * 1e3:>8.3f} "
-                f"{fused / bare_ms:>6.2f} | "
-                f"{'':>9} {peaks['explicit']:>8.1f} {peaks['torch']:>6.1f} "
-                f"{peaks['fused']:>6.1f} {peaks['bare']:>6.1f}"
+            fused, bare_ms = compare(
+                lambda x=x: runs["fused"](x),
+                lambda x=x: runs["bare"](x),
+                budget,
             )
+        peaks = {name: peak_in_fresh_process(name, B, T) for name in runs}
+        print(
+            f"{B:>2} {T:>4} | {explicit * 1e3:>11.3f} "
+            f"{torch_ms * 1e3:>9.3f} {explicit / torch_ms:>6.2f} | "
+            f"{fused * 1e3:>9.3f} {bare_ms * 1e3:>8.3f} "
+            f"{fused / bare_ms:>6.2f} | "
+            f"{'':>9} {peaks['explicit']:>8.1f} {peaks['torch']:>6.1f} "
+            f"{peaks['fused']:>6.1f} {peaks['bare']:>6.1f}"
+        )
+
+
+def peak(name, batch, tokens):
+    """Child process: print the extra peak MiB of one call of `name`."""
+    fn = contenders()[name]
+    x = torch.randn(batch, tokens, HIDDEN)
+    with torch.inference_mode():
+        print(extra_peak_mib(lambda: fn(x)))
 
 
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:2] == ["--peak"]:
+        peak(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
+    else:
+        main()
