@@ -35,12 +35,12 @@ def toc_notebooks():
 
 
 def saved_definitions(notebook):
-    """Top-level defs and classes of the notebook's `#@save` cells."""
+    """Top-level defs and classes of the notebook's `# @save` cells."""
     import nbformat
 
     nb = nbformat.read(notebook, as_version=4)
     for cell in nb.cells:
-        if cell.cell_type == "code" and cell.source.startswith("#@save"):
+        if cell.cell_type == "code" and cell.source.startswith("# @save"):
             for node in ast.parse(cell.source).body:
                 if isinstance(node, ast.FunctionDef | ast.ClassDef):
                     yield node

@@ -72,3 +72,9 @@ def test_every_glossary_term_is_linked_from_the_text(built_book):
     )
     for term in glossary.select("dl.glossary dt"):
         assert f'href="glossary.html#{term["id"]}"' in text, term["id"]
+
+
+def test_pages_stay_light(built_book):
+    for name in toc_files():
+        size = (built_book / "html" / f"{name}.html").stat().st_size
+        assert size <= 1.5 * 2**20, f"{name}.html is {size / 2**20:.1f} MiB"

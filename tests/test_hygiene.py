@@ -5,8 +5,10 @@ import inspect
 
 import nbformat
 import pytest
+import yaml
 
 import mhabook
+import mhabook.batched
 from chapter import BOOK, ROOT, saved_definitions, toc_files, toc_notebooks
 
 ALL_NOTEBOOKS = sorted(
@@ -52,9 +54,23 @@ def _package_definitions():
     return found
 
 
+def test_every_layer_in_the_package_is_taught_in_a_saved_cell():
+    taught = {
+        node.name for nb in toc_notebooks() for node in saved_definitions(nb)
+    }
+    for module in (mhabook.layers, mhabook.batched):
+        tree = ast.parse(inspect.getsource(module))
+        defined = {
+            node.name
+            for node in tree.body
+            if isinstance(node, ast.FunctionDef | ast.ClassDef)
+        }
+        assert defined <= taught, f"not taught: {defined - taught}"
+
+
 @pytest.mark.parametrize("notebook", toc_notebooks(), ids=lambda p: p.name)
 def test_saved_cells_match_the_package(notebook):
-    """A `#@save` cell is taught in the notebook and imported from mhabook
+    """A `# @save` cell is taught in the notebook and imported from mhabook
     by later sections: the two copies must be the same code."""
     package = _package_definitions()
     for node in saved_definitions(notebook):
@@ -62,3 +78,19 @@ def test_saved_cells_match_the_package(notebook):
         assert ast.dump(node) == ast.dump(package[node.name]), (
             f"{node.name} in {notebook.name} differs from mhabook's copy"
         )
+
+
+@pytest.mark.parametrize("notebook", toc_notebooks(), ids=lambda p: p.name)
+def test_colab_cell_comes_first_and_clones_the_configured_repository(
+    notebook,
+):
+    config = yaml.safe_load((ROOT / "_config.yml").read_text())
+    code = [
+        c
+        for c in nbformat.read(notebook, as_version=4).cells
+        if c.cell_type == "code"
+    ]
+    first = code[0]
+    assert "colab" in first.metadata.get("tags", [])
+    assert 'if "google.colab" in sys.modules:' in first.source
+    assert f'"{config["repository"]["url"]}"' in first.source

@@ -1,7 +1,7 @@
 """All heads at once (section 3): the batched layer, its masks, and the
 weight copies that prove it equal to the loop, to PyTorch and to BERT.
 
-Like layers.py, each definition is taught in a `#@save` cell.
+Like layers.py, each definition is taught in a `# @save` cell.
 Shape letters: B batch, T tokens, C hidden size, h heads, d_k = C // h.
 """
 

@@ -1,6 +1,6 @@
 """The chapter's attention layers.
 
-Each definition here is taught in a notebook cell that starts with ``#@save``
+Each definition here is taught in a notebook cell that starts with ``# @save``
 (the d2l convention): the notebook is where a reader studies and edits it,
 and this module is where later sections import it from.
 ``tests/test_layers.py`` checks that the two copies stay identical.
