@@ -38,5 +38,7 @@ $(STAMP): requirements.txt book/_vendor/package-lock.json
 	rm -f $(VENV)/.installed-*
 	touch $@
 
+# Drops the pages, keeps the execution cache (notebooks are not re-run
+# unless they changed). Needed after some _toc.yml changes.
 clean:
-	rm -rf _build
+	rm -rf _build/html _build/.doctrees
