@@ -3,7 +3,6 @@ with masks, across configurations from 768/12 down to one head."""
 
 import pytest
 import torch
-from transformers import BertConfig, BertModel
 
 from mhabook import MultiHeadAttention
 from mhabook.batched import (
@@ -16,6 +15,7 @@ from mhabook.batched import (
     padding_mask,
     torch_from_batched,
 )
+from tiny import tiny_bert
 
 CONFIGS = [(768, 12), (512, 8), (128, 4), (8, 2), (16, 1)]
 TIGHT = dict(rtol=1e-5, atol=1e-6)
@@ -190,17 +190,10 @@ def test_copy_checks_keys_and_shapes_before_copying():
 
 
 def test_from_bert_reproduces_every_layer_of_a_tiny_bert():
-    torch.manual_seed(0)
-    config = BertConfig(
-        vocab_size=30,
-        hidden_size=16,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        intermediate_size=32,
-        attn_implementation="eager",
+    model = tiny_bert(
+        hidden_size=16, num_attention_heads=4, intermediate_size=32
     )
-    model = BertModel(config).eval()
-    ids = torch.randint(0, 30, (1, 6))
+    ids = torch.randint(0, model.config.vocab_size, (1, 6))
     with torch.no_grad():
         result = model(ids, output_attentions=True, output_hidden_states=True)
         for i, block in enumerate(model.encoder.layer):
