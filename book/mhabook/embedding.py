@@ -1,0 +1,51 @@
+"""Sentence embeddings of a loaded BERT, and how far a change moves them.
+
+all-MiniLM-L6-v2 is used as a sentence encoder: the mean of its last hidden
+states over a sentence's tokens (padding left out). The same pooling serves
+bert-base-uncased. Sections that change the model (removing heads, sharing
+keys and values) compare its embeddings with the unchanged model's.
+"""
+
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+DATA = Path(__file__).resolve().parent.parent / "data"
+
+
+def load_lines(name):
+    """The non-empty, non-comment lines of book/data/<name>."""
+    lines = (DATA / name).read_text(encoding="utf-8").splitlines()
+    return [line for line in lines if line.strip() and line[0] != "#"]
+
+
+def sentence_embeddings(model, tokenizer, sentences, batch_size=64):
+    """(N, d): each sentence's mean-pooled last hidden state."""
+    if not sentences:
+        raise ValueError("no sentences to embed: pass a non-empty list")
+    pooled = []
+    with torch.inference_mode():
+        for start in range(0, len(sentences), batch_size):
+            batch = tokenizer(
+                list(sentences[start : start + batch_size]),
+                padding=True,
+                return_tensors="pt",
+            )
+            hidden = model(**batch).last_hidden_state  # (B, T, d)
+            mask = batch["attention_mask"].unsqueeze(-1)  # (B, T, 1)
+            mask = mask.to(hidden.dtype)
+            pooled.append((hidden * mask).sum(1) / mask.sum(1))  # (B, d)
+    return torch.cat(pooled)  # (N, d)
+
+
+def fidelity(reference, changed):
+    """Mean cosine similarity of each sentence's changed embedding to its
+    reference embedding: 1 means the change moved nothing."""
+    if reference.shape != changed.shape:
+        raise ValueError(
+            f"embeddings of different shapes, {tuple(reference.shape)} and "
+            f"{tuple(changed.shape)}: embed the same sentences with both "
+            f"models"
+        )
+    return F.cosine_similarity(reference, changed, dim=-1).mean().item()
