@@ -55,6 +55,8 @@ def test_the_environment_variable_names_the_checkpoint(
 ):
     monkeypatch.setenv(checkpoint.ENV_VAR, str(tiny_model))
     assert resolve()[0] == str(tiny_model)
+    _, _, info = load_checkpoint()
+    assert "does not know how it was trained" in info.about()
 
 
 def test_bert_base_is_preferred_when_cached(tiny_model, hub_cache):
@@ -62,6 +64,7 @@ def test_bert_base_is_preferred_when_cached(tiny_model, hub_cache):
     _, _, info = load_checkpoint()
     assert info.name == PREFERRED
     assert info.source == "Hugging Face cache"
+    assert info.is_bert_base and "Clark et al." in info.about()
 
 
 def test_bert_base_is_preferred_when_the_hub_answers(hub_cache, monkeypatch):
@@ -75,6 +78,8 @@ def test_offline_falls_back_to_the_bundled_bert(hub_cache, capsys):
     assert time.perf_counter() - start < 30
     assert info.name == checkpoint.BUNDLED
     assert (info.num_layers, info.num_heads, info.hidden_size) == (6, 12, 384)
+    assert not info.is_bert_base
+    assert "is not bert-base-uncased" in info.about()
     printed = capsys.readouterr().out.strip().splitlines()
     assert len(printed) == 1 and PREFERRED in printed[0]
 

@@ -72,3 +72,40 @@ def test_chapter_style_uses_the_palette():
     use_chapter_style()
     colours = matplotlib.rcParams["axes.prop_cycle"].by_key()["color"]
     assert colours == PALETTE
+
+
+def test_head_scatter_draws_one_dot_per_head_and_the_diagonal():
+    from mhabook.plotting import head_scatter
+
+    ax = head_scatter(np.full((2, 3), 0.5), np.full((2, 3), 0.6), "x", "y")
+    assert len(ax.collections[0].get_offsets()) == 6
+    assert len(ax.lines) == 1
+
+
+def test_null_histogram_marks_each_observed_value():
+    from mhabook.plotting import null_histogram
+
+    ax = null_histogram(np.random.rand(50), [0.5, 0.7], "s", ["n", "a", "b"])
+    assert len(ax.lines) == 2
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert legend == ["n", "a", "b"]
+
+
+def test_query_key_figure_sums_each_product_row():
+    from mhabook.plotting import query_key_figure
+
+    q, keys = np.array([1.0, 2.0]), np.array([[1.0, 1.0], [0.0, -1.0]])
+    fig = query_key_figure(q, keys, ["a", "b"])
+    ax = fig.axes[0]
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    assert labels == ["query", "key a", "q × k a", "key b", "q × k b"]
+    assert [t.get_text() for t in ax.texts] == ["sum +3.0", "sum -2.0"]
+
+
+def test_paired_bars_draw_two_bars_per_group():
+    from mhabook.plotting import paired_bars
+
+    ax = paired_bars(
+        [0.5, 0.4, 0.3], [0.2, 0.1, 0.3], range(3), ["w", "n"], "s"
+    )
+    assert len(ax.patches) == 6

@@ -4,10 +4,20 @@ import pytest
 import torch
 
 from mhabook.realheads import (
+    claim2_null,
+    distance_matched_share,
     encode_pair,
+    lifts,
+    load_table,
     model_attentions,
+    position,
+    query_key_products,
+    referent_accuracy,
+    run_example,
     segments_from_sep,
+    weighted_norms,
     within_sentence_share,
+    within_shares,
 )
 from tiny import tiny_bert, tiny_tokenizer
 
@@ -91,3 +101,169 @@ def test_within_sentence_share():
     attention[0, 0, 4:, 1], attention[0, 0, 4:, 4] = 0.0, 1.0  # B keeps to B
     share = within_sentence_share(attention, segments, is_word)
     assert share[0, 0] == 1.0
+
+
+# --- measuring heads over sets of examples ---------------------------------
+
+
+def synthetic(attention, tokens, segments):
+    """An example as `run_example` returns it, from given weights."""
+    special = [i for i, t in enumerate(tokens) if t.startswith("[")]
+    return {
+        "attention": attention,
+        "tokens": tokens,
+        "segments": torch.tensor(segments),
+        "special": torch.tensor(special),
+    }
+
+
+PAIR = ["[CLS]", "a1", "a2", "a3", "[SEP]", "b1", "b2", "[SEP]"]
+SEGMENTS = [0, 0, 0, 0, 0, 1, 1, 1]
+
+
+def test_run_example_keeps_segments_and_special_positions(tokenizer):
+    model = tiny_bert()
+    pair = run_example(model, tokenizer, "time flies", "fruit flies")
+    assert pair["segments"].tolist() == [0, 0, 0, 0, 1, 1, 1]
+    assert pair["special"].tolist() == [0, 3, 6]
+    assert pair["attention"].shape == (2, 2, 7, 7)
+    single = run_example(model, tokenizer, "time flies")
+    assert single["segments"].tolist() == [0, 0, 0, 0]
+    assert position(pair, "flies", 1) == 5
+    with pytest.raises(ValueError, match="not a token of sentence B"):
+        position(pair, "arrow", 1)
+
+
+def test_a_head_that_only_looks_at_distance_equals_its_twin():
+    T = len(PAIR)
+    offsets = torch.arange(T)[None, :] - torch.arange(T)[:, None]
+    by_distance = torch.exp(-offsets.abs().float())  # (T, T)
+    attention = (by_distance / by_distance.sum(-1, keepdim=True))[None, None]
+    ex = synthetic(attention, PAIR, SEGMENTS)
+    within, twin = within_shares([ex]), distance_matched_share([ex])
+    # The profile averages weights renormalised over each query's words,
+    # so the twin matches up to how those normalisers vary: closely.
+    torch.testing.assert_close(within, twin, atol=2e-3, rtol=0)
+    assert within.item() > 0.6  # a local head "passes" the raw measure
+
+
+def test_a_head_that_keeps_to_its_sentence_beats_its_twin():
+    examples = []
+    for n_a, n_b in [(1, 4), (2, 3), (3, 3), (4, 1), (4, 4)]:
+        tokens = ["[CLS]"] + ["a"] * n_a + ["[SEP]"] + ["b"] * n_b + ["[SEP]"]
+        seg = torch.tensor([0] * (n_a + 2) + [1] * (n_b + 1))
+        same = (seg[:, None] == seg[None, :]).float()  # (T, T)
+        attention = (same / same.sum(-1, keepdim=True))[None, None]
+        examples.append(synthetic(attention, tokens, seg.tolist()))
+    within = within_shares(examples)
+    twin = distance_matched_share(examples)
+    assert (within == 1.0).all()
+    assert (within - twin).mean() > 0.1  # what distance cannot explain
+
+
+def flies_synthetic(attention):
+    tokens = ["[CLS]", "t", "flies", "like", "x", "[SEP]"]
+    tokens += ["f", "flies", "like", "y", "[SEP]"]
+    ex = synthetic(attention, tokens, [0] * 6 + [1] * 5)
+    ex["flies"] = (2, 7)
+    ex["targets"] = [4, 6, 9]
+    words = torch.tensor([1, 3, 4, 6, 8, 9])
+    ex["pools"] = [words[:3], words[3:]]
+    return ex
+
+
+def test_lifts_and_the_random_target_null():
+    T = 11
+    attention = torch.full((1, 2, T, T), 1 / T)  # head 0: even spread
+    attention[0, 1, 2] = 0.0
+    attention[0, 1, 2, 4] = 1.0  # head 1: flies (A) -> x only
+    attention[0, 1, 7] = 0.0
+    attention[0, 1, 7, [6, 9]] = 0.5  # flies (B) -> f and y
+    ex = flies_synthetic(attention)
+    torch.testing.assert_close(
+        lifts(ex, ex["targets"])[:, 0, 0], torch.ones(3)
+    )
+    torch.testing.assert_close(
+        lifts(ex, ex["targets"])[:, 0, 1], torch.tensor([11.0, 5.5, 5.5])
+    )
+    null = claim2_null([ex], 200, torch.Generator().manual_seed(0))
+    assert null.shape == (200, 1, 2)
+    torch.testing.assert_close(null[:, 0, 0], torch.ones(200))
+    # random targets rarely hit all three: the smallest lift is 0 mostly
+    assert (null[:, 0, 1] == 0).float().mean() > 0.5
+    assert null[:, 0, 1].max() <= 5.5
+
+
+def test_referent_accuracy_and_shuffled_labels():
+    tokens = ["[CLS]", "n1", "n2", "it", "[SEP]"]
+    examples = []
+    for right, wrong in [(1, 2), (2, 1)]:
+        attention = torch.zeros(1, 2, 5, 5)
+        attention[0, 0, 3, right] = 1.0  # head 0: always the referent
+        attention[0, 1, 3, 1] = 1.0  # head 1: always the first noun
+        ex = synthetic(attention, tokens, [0] * 5)
+        ex["pronoun"], ex["right"], ex["wrong"] = 3, right, wrong
+        examples.append(ex)
+    torch.testing.assert_close(
+        referent_accuracy(examples), torch.tensor([[1.0, 0.5]])
+    )
+    flips = torch.tensor([[True, True], [False, True]])
+    torch.testing.assert_close(
+        referent_accuracy(examples, flips),
+        torch.tensor([[[0.0, 0.5]], [[0.5, 1.0]]]),
+    )
+
+
+def test_weighted_norms_match_a_direct_computation(tokenizer):
+    model = tiny_bert()
+    ex = run_example(model, tokenizer, "time flies", "arrow")
+    block = model.encoder.layer[1].attention
+    x = ex["hidden_states"][1]
+    norms = weighted_norms(block, x, ex["attention"][1])  # (h, T, T)
+    h, i, j, d_k = 1, 2, 4, 4
+    with torch.no_grad():
+        v = block.self.value(x)[0, j, h * d_k : (h + 1) * d_k]
+        w_o = block.output.dense.weight[:, h * d_k : (h + 1) * d_k]
+        direct = ex["attention"][1, h, i, j] * (w_o @ v).norm()
+    torch.testing.assert_close(norms[h, i, j], direct)
+    with torch.no_grad():
+        block.output.dense.weight[:, :d_k] = 0.0  # head 0 writes nothing
+    assert weighted_norms(block, x, ex["attention"][1])[0].abs().max() == 0
+
+
+def test_query_key_products_give_the_model_attention(tokenizer):
+    model = tiny_bert()
+    ex = run_example(model, tokenizer, "time flies", "fruit flies")
+    block = model.encoder.layer[0].attention
+    q, K, products, scaled = query_key_products(
+        block, ex["hidden_states"][0], head=1, query=2
+    )
+    assert q.shape == (4,) and K.shape == products.shape == (7, 4)
+    torch.testing.assert_close(products.sum(-1), K @ q)
+    torch.testing.assert_close(
+        scaled.softmax(-1), ex["attention"][0, 1, 2], atol=1e-6, rtol=0
+    )
+
+
+def test_the_evaluation_sets_use_words_the_tokenizer_keeps_whole():
+    from transformers import AutoTokenizer
+
+    from mhabook.checkpoint import bundled_path
+
+    tokenizer = AutoTokenizer.from_pretrained(bundled_path())
+    for row in load_table("flies_pairs.tsv"):
+        a, target_a, b, *targets_b = row
+        assert {"flies", target_a} <= set(tokenizer.tokenize(a)), row
+        assert {"flies", *targets_b} <= set(tokenizer.tokenize(b)), row
+    rows = load_table("coreference.tsv")
+    assert len(rows) % 2 == 0
+    for sentence, pronoun, right, wrong in rows:
+        tokens = tokenizer.tokenize(sentence)
+        assert tokens.count(right) == tokens.count(wrong) == 1, sentence
+        assert tokens.index(pronoun) > max(
+            tokens.index(right), tokens.index(wrong)
+        )
+    # Twins flip the answer, so any cue of position scores exactly 50%.
+    for first, second in zip(rows[::2], rows[1::2]):
+        assert (first[2], first[3]) == (second[3], second[2]), first
+    assert all(len(row) == 2 for row in load_table("claim1_pairs.tsv"))

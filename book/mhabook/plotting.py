@@ -188,3 +188,68 @@ def shape_flow(batch, tokens, hidden, num_heads):
         fontsize=9,
     )
     return fig
+
+
+def head_scatter(x, y, xlabel, ylabel, ax=None):
+    """One dot per head, y against x, with the line y = x."""
+    x, y = np.ravel(_as_array(x)), np.ravel(_as_array(y))
+    if ax is None:
+        _, ax = plt.subplots(figsize=(4.2, 4.0), layout="constrained")
+    low, high = min(x.min(), y.min()), max(x.max(), y.max())
+    ax.plot([low, high], [low, high], color="#777777", lw=0.8, ls="--")
+    ax.scatter(x, y, s=14, alpha=0.8)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_aspect("equal")
+    return ax
+
+
+def null_histogram(null, observed, xlabel, labels, ax=None):
+    """A histogram of a null distribution and vertical lines at the
+    `observed` values (one label each)."""
+    null = np.asarray(null, dtype=float)
+    if ax is None:
+        _, ax = plt.subplots(figsize=(6.0, 3.0), layout="constrained")
+    ax.hist(null, bins=30, color=PALETTE[4], label=labels[0])
+    for value, label, colour in zip(observed, labels[1:], PALETTE[5:]):
+        ax.axvline(value, color=colour, lw=2, label=label)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("random draws")
+    ax.legend(frameon=False, fontsize=8)
+    return ax
+
+
+def query_key_figure(q, keys, tokens):
+    """Why a query attends: its vector, each key's, and their elementwise
+    products, whose sum over dimensions is the score (BertViz's neuron
+    view, drawn as heatmaps). keys: (n, d_k) for the n `tokens` shown."""
+    q, keys = np.asarray(q, dtype=float), np.asarray(keys, dtype=float)
+    rows = [q[None]] + [np.stack([k, q * k]) for k in keys]
+    labels = ["query"] + [
+        item for t in tokens for item in (f"key {t}", f"q × k {t}")
+    ]
+    grid = np.concatenate(rows)  # (1 + 2n, d_k)
+    top = np.abs(grid).max()
+    fig, ax = plt.subplots(figsize=(9.0, 0.32 * len(grid) + 1.2))
+    image = ax.imshow(grid, cmap="PuOr", vmin=-top, vmax=top, aspect="auto")
+    ax.set_yticks(range(len(grid)), labels)
+    ax.set_xlabel("dimension of the head")
+    ax.spines[:].set_visible(False)
+    for i, k in enumerate(keys):  # product rows: 2, 4, ...
+        text = f"sum {np.dot(q, k):+.1f}"
+        ax.text(len(q) + 0.5, 2 + 2 * i, text, va="center", fontsize=8)
+    fig.colorbar(image, ax=ax, fraction=0.03, pad=0.12)
+    return fig
+
+
+def paired_bars(first, second, labels, names, ylabel, ax=None):
+    """Two bars per group (e.g. per layer): `first` and `second`."""
+    x = np.arange(len(labels))
+    if ax is None:
+        _, ax = plt.subplots(figsize=(6.0, 3.0), layout="constrained")
+    ax.bar(x - 0.2, first, width=0.4, label=names[0])
+    ax.bar(x + 0.2, second, width=0.4, label=names[1])
+    ax.set_xticks(x, labels)
+    ax.set_ylabel(ylabel)
+    ax.legend(frameon=False, fontsize=8)
+    return ax

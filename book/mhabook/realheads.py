@@ -6,6 +6,8 @@ of one example's attention weights.
 
 import torch
 
+from .embedding import load_lines
+
 
 def encode_pair(tokenizer, model, text_a, text_b):
     """Tokenize a sentence pair for `model`, refusing what it cannot read.
@@ -71,3 +73,222 @@ def within_sentence_share(attention, segments, is_word):
         to_own = attention[:, :, own][..., own].sum(-1)  # (L, h, n)
         shares.append((to_own / to_words).mean(-1))  # (L, h)
     return (shares[0] + shares[1]) / 2
+
+
+# --- Measuring heads over a set of examples --------------------------------
+# An example is one input (a sentence, or a pair) with its (L, h, T, T)
+# attention, its tokens and its segment ids (0 for A, 1 for B).
+
+
+def run_example(model, tokenizer, text, pair=None):
+    """Run one sentence (or pair) through `model`; returns a dict with
+    `attention` (L, h, T, T), `hidden_states`, `tokens`, `segments` (T,)
+    and the positions of the `special` tokens ([CLS], [SEP])."""
+    if pair is None:
+        inputs = tokenizer(text, return_tensors="pt")
+        inputs["token_type_ids"] = torch.zeros_like(inputs["input_ids"])
+        tokens = tokenizer.convert_ids_to_tokens(inputs["input_ids"][0])
+    else:
+        inputs, tokens, _ = encode_pair(tokenizer, model, text, pair)
+    attention, hidden_states = model_attentions(model, inputs)
+    special = [
+        i for i, t in enumerate(tokens) if t in tokenizer.all_special_tokens
+    ]
+    return {
+        "attention": attention,
+        "hidden_states": hidden_states,
+        "tokens": tokens,
+        "segments": inputs["token_type_ids"][0],
+        "special": torch.tensor(special),
+    }
+
+
+def position(example, word, segment=0):
+    """Index of `word` in sentence `segment` (0: A, 1: B) of an example;
+    the first one if it occurs twice."""
+    for i, token in enumerate(example["tokens"]):
+        if token == word and int(example["segments"][i]) == segment:
+            return i
+    raise ValueError(
+        f"{word!r} is not a token of sentence {'AB'[segment]}: "
+        f"{example['tokens']}. Use words the tokenizer keeps whole."
+    )
+
+
+def is_word(example):
+    """(T,) True where the token is a word, not [CLS] or [SEP]."""
+    T = len(example["tokens"])
+    return ~torch.isin(torch.arange(T), example["special"])
+
+
+def within_shares(examples):
+    """(N, L, h): `within_sentence_share` of every example (pairs)."""
+    return torch.stack(
+        [
+            within_sentence_share(ex["attention"], ex["segments"], is_word(ex))
+            for ex in examples
+        ]
+    )
+
+
+def distance_matched_share(examples):
+    """(N, L, h): the within-sentence share of a head that looks only at
+    distance, for every example.
+
+    For each head, the mean weight a word gives a word at each offset j - i
+    (its own words-only distribution, pooled over `examples`) is its
+    distance profile. Re-spreading every query's attention by that profile
+    alone, and measuring the share within the sentence, gives what the head's
+    liking for near or far words explains on its own.
+    """
+    rows = []  # (offsets, word weights) of every query word
+    for ex in examples:
+        words = is_word(ex).nonzero().squeeze(-1)  # (n,)
+        w = ex["attention"][:, :, words][..., words]  # (L, h, n, n)
+        w = w / w.sum(-1, keepdim=True)
+        rows.append((words[None, :] - words[:, None], w))
+    span = max(int(off.abs().max()) for off, _ in rows)
+    L, h = examples[0]["attention"].shape[:2]
+    total = torch.zeros(L, h, 2 * span + 1)
+    count = torch.zeros(2 * span + 1)
+    for off, w in rows:
+        index = (off + span).flatten()  # (n * n,)
+        total.index_add_(2, index, w.flatten(2))
+        count.index_add_(0, index, torch.ones(index.shape))
+    profile = total / count.clamp(min=1)  # (L, h, 2 * span + 1)
+    shares = []
+    for ex, (off, _) in zip(examples, rows):
+        seg = ex["segments"][is_word(ex)]  # (n,)
+        b = profile[:, :, off + span]  # (L, h, n, n)
+        b = b / b.sum(-1, keepdim=True)
+        same = seg[:, None] == seg[None, :]  # (n, n)
+        per_query = (b * same).sum(-1)  # (L, h, n)
+        shares.append(
+            torch.stack(
+                [per_query[..., seg == s].mean(-1) for s in (0, 1)]
+            ).mean(0)  # (L, h): the two sentences weigh the same
+        )
+    return torch.stack(shares)  # (N, L, h)
+
+
+def best_head(scores):
+    """(layer, head) of the largest entry of an (L, h) grid."""
+    layer, head = divmod(int(scores.argmax()), scores.shape[1])
+    return layer, head
+
+
+def load_table(name):
+    """Rows of the tab-separated file book/data/<name>, comments left out."""
+    return [line.split("\t") for line in load_lines(name)]
+
+
+def flies_example(model, tokenizer, row):
+    """Run one claim-2 pair: (A, A's target, B, B's two targets)."""
+    text_a, target_a, text_b, *targets_b = row
+    ex = run_example(model, tokenizer, text_a, text_b)
+    ex["flies"] = position(ex, "flies", 0), position(ex, "flies", 1)
+    ex["targets"] = [position(ex, target_a, 0)] + [
+        position(ex, t, 1) for t in targets_b
+    ]
+    words = is_word(ex)
+    ex["pools"] = [  # where a random target may fall: a word, not "flies"
+        (words & (ex["segments"] == s)).nonzero().squeeze(-1) for s in (0, 1)
+    ]
+    ex["pools"] = [p[p != f] for p, f in zip(ex["pools"], ex["flies"])]
+    return ex
+
+
+def lifts(example, targets):
+    """(3, L, h): each claim-2 target's weight over an even spread's,
+    for "flies" in A (first target) and in B (the other two)."""
+    a = example["attention"]  # (L, h, T, T)
+    f_a, f_b = example["flies"]
+    rows = [a[:, :, f_a], a[:, :, f_b], a[:, :, f_b]]  # 3 x (L, h, T)
+    weights = torch.stack([r[..., t] for r, t in zip(rows, targets)])
+    return weights * a.shape[-1]
+
+
+def claim2_null(examples, draws, generator):
+    """(draws, L, h): every head's mean score for random targets, one word
+    of A and two different words of B (never "flies" itself)."""
+    total = 0
+    for ex in examples:
+        a = ex["attention"]  # (L, h, T, T)
+        pool_a, pool_b = ex["pools"]
+        pick_a = pool_a[
+            torch.randint(len(pool_a), (draws,), generator=generator)
+        ]
+        order = torch.rand(draws, len(pool_b), generator=generator).argsort(-1)
+        pick_b = pool_b[order[:, :2]]  # (draws, 2): two different words
+        f_a, f_b = ex["flies"]
+        picked = torch.stack(
+            [
+                a[:, :, f_a, pick_a],
+                a[:, :, f_b, pick_b[:, 0]],
+                a[:, :, f_b, pick_b[:, 1]],
+            ]
+        )  # (3, L, h, draws)
+        total = total + picked.min(0).values * a.shape[-1]
+    return (total / len(examples)).permute(2, 0, 1)  # (draws, L, h)
+
+
+def coreference_example(model, tokenizer, row):
+    """Run one Winograd-style sentence: (sentence, pronoun, right, wrong)."""
+    sentence, pronoun, right, wrong = row
+    ex = run_example(model, tokenizer, sentence)
+    ex["pronoun"], ex["right"], ex["wrong"] = (
+        position(ex, word) for word in (pronoun, right, wrong)
+    )
+    return ex
+
+
+def referent_accuracy(examples, flips=None):
+    """(L, h): the share of examples in which the pronoun gives more weight
+    to its referent than to the other candidate (Clark et al.'s measure).
+
+    flips: (draws, N) bool, swap the two candidates of the examples where
+    it is True (a shuffled-label null); then returns (draws, L, h).
+    """
+    wins = torch.stack(
+        [
+            ex["attention"][:, :, ex["pronoun"], ex["right"]]
+            > ex["attention"][:, :, ex["pronoun"], ex["wrong"]]
+            for ex in examples
+        ]
+    )  # (N, L, h)
+    if flips is None:
+        return wins.float().mean(0)
+    return (wins[None] ^ flips[:, :, None, None]).float().mean(1)
+
+
+def weighted_norms(attention_block, hidden_state, alpha):
+    """(h, T, T): ||alpha_ij * v_j W^O_h||, the size of what query i takes
+    from key j through one head (Kobayashi et al., 2020).
+
+    attention_block: a BERT layer's `attention` (self + output);
+    hidden_state: (1, T, d), what enters the layer; alpha: (h, T, T), that
+    layer's attention weights for this input.
+    """
+    h = attention_block.self.num_attention_heads
+    d_k = attention_block.self.attention_head_size
+    with torch.no_grad():
+        _, T, d = hidden_state.shape
+        v = attention_block.self.value(hidden_state)[0]  # (T, d), with bias
+        v = v.view(T, h, d_k)  # (T, h, d_k)
+        w_o = attention_block.output.dense.weight.view(d, h, d_k)
+        moved = torch.einsum("thk,dhk->htd", v, w_o)  # (h, T, d)
+    return alpha * moved.norm(dim=-1)[:, None, :]  # (h, T, T)
+
+
+def query_key_products(attention_block, hidden_state, head, query):
+    """For one head and query token: q (d_k,), the keys K (T, d_k), the
+    elementwise products q * k_j (T, d_k) and the scaled scores (T,)."""
+    self_attn = attention_block.self
+    h = self_attn.num_attention_heads
+    d_k = self_attn.attention_head_size
+    with torch.no_grad():
+        T = hidden_state.shape[1]
+        q = self_attn.query(hidden_state)[0].view(T, h, d_k)[query, head]
+        K = self_attn.key(hidden_state)[0].view(T, h, d_k)[:, head]
+    products = q * K  # (T, d_k)
+    return q, K, products, products.sum(-1) / d_k**0.5
