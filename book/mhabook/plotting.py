@@ -244,6 +244,7 @@ def query_key_figure(q, keys, tokens):
 
 def paired_bars(first, second, labels, names, ylabel, ax=None):
     """Two bars per group (e.g. per layer): `first` and `second`."""
+    first, second = np.asarray(first, float), np.asarray(second, float)
     x = np.arange(len(labels))
     if ax is None:
         _, ax = plt.subplots(figsize=(6.0, 3.0), layout="constrained")
@@ -251,5 +252,7 @@ def paired_bars(first, second, labels, names, ylabel, ax=None):
     ax.bar(x + 0.2, second, width=0.4, label=names[1])
     ax.set_xticks(x, labels)
     ax.set_ylabel(ylabel)
-    ax.legend(frameon=False, fontsize=8)
+    top = max(first.max(), second.max())
+    ax.set_ylim(0, 1.3 * top)  # room for the legend above the bars
+    ax.legend(frameon=False, fontsize=8, ncol=2, loc="upper center")
     return ax
