@@ -86,9 +86,9 @@ def test_null_histogram_marks_each_observed_value():
     from mhabook.plotting import null_histogram
 
     ax = null_histogram(np.random.rand(50), [0.5, 0.7], "s", ["n", "a", "b"])
-    assert len(ax.lines) == 2
+    assert len(ax.lines) == 3  # the 95% line and the two observed values
     legend = [t.get_text() for t in ax.get_legend().get_texts()]
-    assert legend == ["n", "a", "b"]
+    assert legend == ["n", "95% of draws", "a", "b"]
 
 
 def test_query_key_figure_sums_each_product_row():
@@ -99,7 +99,7 @@ def test_query_key_figure_sums_each_product_row():
     ax = fig.axes[0]
     labels = [t.get_text() for t in ax.get_yticklabels()]
     assert labels == ["query", "key a", "q × k a", "key b", "q × k b"]
-    assert [t.get_text() for t in ax.texts] == ["sum +3.0", "sum -2.0"]
+    assert [t.get_text() for t in ax.texts] == ["sum +3.00", "sum -2.00"]
 
 
 def test_paired_bars_draw_two_bars_per_group():
@@ -109,3 +109,13 @@ def test_paired_bars_draw_two_bars_per_group():
         [0.5, 0.4, 0.3], [0.2, 0.1, 0.3], range(3), ["w", "n"], "s"
     )
     assert len(ax.patches) == 6
+
+
+def test_grid_heatmap_centres_a_diverging_scale_and_marks_a_cell():
+    fig = grid_heatmap(
+        np.array([[0.4, 0.5], [0.5, 0.8]]), "t", "s", centre=0.5, mark=(1, 0)
+    )
+    image = fig.axes[0].images[0]
+    assert image.get_clim() == pytest.approx((0.2, 0.8))
+    (box,) = [p for p in fig.axes[0].patches if not p.get_fill()]
+    assert box.get_xy() == (-0.5, 0.5)

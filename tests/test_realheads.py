@@ -5,15 +5,17 @@ import torch
 
 from mhabook.realheads import (
     claim2_null,
-    distance_matched_share,
     encode_pair,
     lifts,
     load_table,
     model_attentions,
+    offset_sums,
+    own_sentence_ratio,
     position,
     query_key_products,
     referent_accuracy,
     run_example,
+    run_examples,
     segments_from_sep,
     weighted_norms,
     within_sentence_share,
@@ -134,31 +136,48 @@ def test_run_example_keeps_segments_and_special_positions(tokenizer):
         position(pair, "arrow", 1)
 
 
-def test_a_head_that_only_looks_at_distance_equals_its_twin():
-    T = len(PAIR)
-    offsets = torch.arange(T)[None, :] - torch.arange(T)[:, None]
-    by_distance = torch.exp(-offsets.abs().float())  # (T, T)
-    attention = (by_distance / by_distance.sum(-1, keepdim=True))[None, None]
-    ex = synthetic(attention, PAIR, SEGMENTS)
-    within, twin = within_shares([ex]), distance_matched_share([ex])
-    # The profile averages weights renormalised over each query's words,
-    # so the twin matches up to how those normalisers vary: closely.
-    torch.testing.assert_close(within, twin, atol=2e-3, rtol=0)
-    assert within.item() > 0.6  # a local head "passes" the raw measure
-
-
-def test_a_head_that_keeps_to_its_sentence_beats_its_twin():
+def pairs_of_lengths(weigh):
+    """Synthetic pairs of several lengths, weights from weigh(offsets,
+    same_sentence) for all tokens."""
     examples = []
     for n_a, n_b in [(1, 4), (2, 3), (3, 3), (4, 1), (4, 4)]:
         tokens = ["[CLS]"] + ["a"] * n_a + ["[SEP]"] + ["b"] * n_b + ["[SEP]"]
         seg = torch.tensor([0] * (n_a + 2) + [1] * (n_b + 1))
-        same = (seg[:, None] == seg[None, :]).float()  # (T, T)
-        attention = (same / same.sum(-1, keepdim=True))[None, None]
+        T = len(tokens)
+        offsets = torch.arange(T)[None, :] - torch.arange(T)[:, None]
+        w = weigh(offsets, seg[:, None] == seg[None, :])  # (T, T)
+        attention = (w / w.sum(-1, keepdim=True))[None, None]
         examples.append(synthetic(attention, tokens, seg.tolist()))
-    within = within_shares(examples)
-    twin = distance_matched_share(examples)
-    assert (within == 1.0).all()
-    assert (within - twin).mean() > 0.1  # what distance cannot explain
+    return examples
+
+
+def ratio_of(examples):
+    sums, counts = offset_sums(examples)
+    return own_sentence_ratio(sums.sum(0), counts.sum(0))
+
+
+def test_a_head_that_only_looks_at_distance_has_no_sentence_preference():
+    examples = pairs_of_lengths(lambda off, same: torch.exp(-off.abs() / 2))
+    assert within_shares(examples).mean() > 0.6  # the raw share is fooled
+    ratio = ratio_of(examples)
+    assert ratio.shape == (1, 1)
+    assert 0.85 < ratio.item() < 1.15
+
+
+def test_a_head_that_prefers_its_sentence_has_a_ratio_above_one():
+    examples = pairs_of_lengths(lambda off, same: 1.0 + 2.0 * same)
+    # 3 within each query; queries differ in how much they have to share,
+    # which pulls the pooled ratio down a little: the measure is cautious.
+    assert 2.4 < ratio_of(examples).item() <= 3.0
+
+
+def test_resampled_sums_give_one_ratio_per_resample():
+    examples = pairs_of_lengths(lambda off, same: 1.0 + same)
+    sums, counts = offset_sums(examples)
+    pick = torch.tensor([[0, 1, 2, 3, 4], [0, 0, 1, 1, 2]])
+    ratios = own_sentence_ratio(sums[pick].sum(1), counts[pick].sum(1))
+    assert ratios.shape == (2, 1, 1)
+    torch.testing.assert_close(ratios[0], ratio_of(examples))
 
 
 def flies_synthetic(attention):
@@ -267,3 +286,26 @@ def test_the_evaluation_sets_use_words_the_tokenizer_keeps_whole():
     for first, second in zip(rows[::2], rows[1::2]):
         assert (first[2], first[3]) == (second[3], second[2]), first
     assert all(len(row) == 2 for row in load_table("claim1_pairs.tsv"))
+
+
+def test_a_padded_batch_gives_each_input_what_it_gets_alone(tokenizer):
+    model = tiny_bert()
+    texts = ["time flies", "fruit flies arrow time flies"]
+    pairs = ["arrow", "time"]
+    batch = run_examples(model, tokenizer, texts, pairs)
+    for text, pair, ex in zip(texts, pairs, batch):
+        alone = run_example(model, tokenizer, text, pair)
+        assert ex["tokens"] == alone["tokens"]
+        torch.testing.assert_close(ex["attention"], alone["attention"])
+        torch.testing.assert_close(ex["segments"], alone["segments"])
+        torch.testing.assert_close(
+            ex["hidden_states"][-1], alone["hidden_states"][-1]
+        )
+    assert batch[0]["attention"].shape[-1] < batch[1]["attention"].shape[-1]
+
+
+def test_a_batch_longer_than_the_position_table_is_refused(tokenizer):
+    with pytest.raises(ValueError, match="position table holds 8"):
+        run_examples(
+            tiny_bert(max_position_embeddings=8), tokenizer, ["time " * 9]
+        )

@@ -93,16 +93,25 @@ def attention_heatmaps(maps, tokens, titles):
     return fig
 
 
-def grid_heatmap(grids, titles, colorbar_label, fmt="{:.2f}"):
+def grid_heatmap(
+    grids, titles, colorbar_label, fmt="{:.2f}", centre=None, mark=None
+):
     """Layer x head grids of numbers side by side, on one colour scale.
 
     grids: one (layers, heads) array or a list of them; titles to match.
+    centre: a value to show as neutral, on a diverging scale symmetric
+    around it (say 0.5 for a share that chance puts at one half); mark: a
+    (layer, head) cell to outline in every grid.
     """
     if isinstance(titles, str):
         grids, titles = [grids], [titles]
     grids = [_as_array(grid) for grid in grids]
     layers, heads = grids[0].shape
     top = max(max(grid.max() for grid in grids), 1e-9)
+    low, cmap = 0.0, CMAP
+    if centre is not None:
+        reach = max(max(np.abs(grid - centre).max() for grid in grids), 1e-9)
+        low, top, cmap = centre - reach, centre + reach, "PuOr_r"
     fig, axes = plt.subplots(
         1,
         len(grids),
@@ -111,7 +120,7 @@ def grid_heatmap(grids, titles, colorbar_label, fmt="{:.2f}"):
         figsize=(len(grids) * (0.5 * heads + 1.2) + 1.0, 0.42 * layers + 1.4),
     )
     for ax, grid, title in zip(axes[0], grids, titles):
-        image = ax.imshow(grid, vmin=0.0, vmax=top)
+        image = ax.imshow(grid, vmin=low, vmax=top, cmap=cmap)
         ax.set_xticks(range(heads), range(heads))
         ax.set_yticks(range(layers), range(layers))
         ax.set_xlabel("head")
@@ -126,10 +135,28 @@ def grid_heatmap(grids, titles, colorbar_label, fmt="{:.2f}"):
                 ha="center",
                 va="center",
                 fontsize=7,
-                color="black" if v > 0.6 * top else "white",
+                color=_text_colour(v, low, top, centre),
+            )
+        if mark is not None:
+            ax.add_patch(
+                mpl.patches.Rectangle(
+                    (mark[1] - 0.5, mark[0] - 0.5),
+                    1,
+                    1,
+                    fill=False,
+                    ec="#D55E00",
+                    lw=2.5,
+                )
             )
     fig.colorbar(image, ax=axes[0].tolist(), label=colorbar_label)
     return fig
+
+
+def _text_colour(value, low, top, centre):
+    """Black on light cells, white on dark ones."""
+    if centre is None:
+        return "black" if value > 0.6 * top else "white"
+    return "white" if abs(value - centre) > 0.6 * (top - centre) else "black"
 
 
 def _box(ax, x, y, w, h, text, colour):
@@ -190,29 +217,42 @@ def shape_flow(batch, tokens, hidden, num_heads):
     return fig
 
 
-def head_scatter(x, y, xlabel, ylabel, ax=None):
-    """One dot per head, y against x, with the line y = x."""
+def head_scatter(x, y, xlabel, ylabel, ax=None, reference=None, log=False):
+    """One dot per head, y against x, with the line y = x; `reference`
+    draws a dotted line at that value on both axes."""
     x, y = np.ravel(_as_array(x)), np.ravel(_as_array(y))
     if ax is None:
         _, ax = plt.subplots(figsize=(4.2, 4.0), layout="constrained")
     low, high = min(x.min(), y.min()), max(x.max(), y.max())
     ax.plot([low, high], [low, high], color="#777777", lw=0.8, ls="--")
     ax.scatter(x, y, s=14, alpha=0.8)
+    if reference is not None:
+        ax.axhline(reference, color="#999999", lw=0.8, ls=":")
+        ax.axvline(reference, color="#999999", lw=0.8, ls=":")
+    if log:
+        ax.set_xscale("log")
+        ax.set_yscale("log")
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.set_aspect("equal")
     return ax
 
 
-def null_histogram(null, observed, xlabel, labels, ax=None):
-    """A histogram of a null distribution and vertical lines at the
-    `observed` values (one label each)."""
+def null_histogram(null, observed, xlabel, labels, ax=None, quantile=0.95):
+    """A histogram of a null distribution, a dashed line at its `quantile`
+    and solid lines at the `observed` values (one label each)."""
     null = np.asarray(null, dtype=float)
     if ax is None:
         _, ax = plt.subplots(figsize=(6.0, 3.0), layout="constrained")
     ax.hist(null, bins=30, color=PALETTE[4], label=labels[0])
+    bar = np.quantile(null, quantile)
+    ax.axvline(
+        bar, color="#333333", lw=1, ls="--", label=f"{quantile:.0%} of draws"
+    )
     for value, label, colour in zip(observed, labels[1:], PALETTE[5:]):
         ax.axvline(value, color=colour, lw=2, label=label)
+    right = max(max(observed), null.max())
+    ax.set_xlim(right=right + 0.1 * (right - null.min()))
     ax.set_xlabel(xlabel)
     ax.set_ylabel("random draws")
     ax.legend(frameon=False, fontsize=8)
@@ -236,7 +276,7 @@ def query_key_figure(q, keys, tokens):
     ax.set_xlabel("dimension of the head")
     ax.spines[:].set_visible(False)
     for i, k in enumerate(keys):  # product rows: 2, 4, ...
-        text = f"sum {np.dot(q, k):+.1f}"
+        text = f"sum {np.dot(q, k):+.2f}"
         ax.text(len(q) + 0.5, 2 + 2 * i, text, va="center", fontsize=8)
     fig.colorbar(image, ax=ax, fraction=0.03, pad=0.12)
     return fig

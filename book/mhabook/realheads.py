@@ -80,27 +80,62 @@ def within_sentence_share(attention, segments, is_word):
 # attention, its tokens and its segment ids (0 for A, 1 for B).
 
 
-def run_example(model, tokenizer, text, pair=None):
-    """Run one sentence (or pair) through `model`; returns a dict with
-    `attention` (L, h, T, T), `hidden_states`, `tokens`, `segments` (T,)
-    and the positions of the `special` tokens ([CLS], [SEP])."""
-    if pair is None:
-        inputs = tokenizer(text, return_tensors="pt")
+def run_examples(model, tokenizer, texts, pairs=None):
+    """Run sentences (or pairs) through `model` in one padded batch.
+
+    Returns one dict per input, cut to its own tokens: `attention`
+    (L, h, T, T), `hidden_states` (L + 1 of (1, T, d)), `tokens`,
+    `segments` (T,) and the positions of the `special` tokens.
+    Padding is masked, so each input gets the weights it gets alone.
+    """
+    texts = list(texts)
+    inputs = tokenizer(
+        texts,
+        None if pairs is None else list(pairs),
+        padding=True,
+        return_tensors="pt",
+        verbose=False,
+    )
+    limit = model.config.max_position_embeddings
+    if inputs["input_ids"].shape[1] > limit:
+        raise ValueError(
+            f"an input is {inputs['input_ids'].shape[1]} tokens long, but "
+            f"the model's position table holds {limit}: shorten it"
+        )
+    if "token_type_ids" not in inputs:
         inputs["token_type_ids"] = torch.zeros_like(inputs["input_ids"])
-        tokens = tokenizer.convert_ids_to_tokens(inputs["input_ids"][0])
-    else:
-        inputs, tokens, _ = encode_pair(tokenizer, model, text, pair)
-    attention, hidden_states = model_attentions(model, inputs)
-    special = [
-        i for i, t in enumerate(tokens) if t in tokenizer.all_special_tokens
-    ]
-    return {
-        "attention": attention,
-        "hidden_states": hidden_states,
-        "tokens": tokens,
-        "segments": inputs["token_type_ids"][0],
-        "special": torch.tensor(special),
-    }
+    with torch.no_grad():
+        out = model(
+            **inputs, output_attentions=True, output_hidden_states=True
+        )
+    if not out.attentions or out.attentions[0] is None:
+        model_attentions(model, inputs)  # raises the explanatory error
+    attention = torch.stack(out.attentions, 1)  # (B, L, h, T, T)
+    examples = []
+    for b, n in enumerate(inputs["attention_mask"].sum(-1).tolist()):
+        ids = inputs["input_ids"][b, :n]
+        tokens = tokenizer.convert_ids_to_tokens(ids)
+        special = [
+            i
+            for i, t in enumerate(tokens)
+            if t in tokenizer.all_special_tokens
+        ]
+        examples.append(
+            {
+                "attention": attention[b, :, :, :n, :n],
+                "hidden_states": [h[b : b + 1, :n] for h in out.hidden_states],
+                "tokens": tokens,
+                "segments": inputs["token_type_ids"][b, :n],
+                "special": torch.tensor(special),
+            }
+        )
+    return examples
+
+
+def run_example(model, tokenizer, text, pair=None):
+    """`run_examples` for one sentence (or pair)."""
+    pairs = None if pair is None else [pair]
+    return run_examples(model, tokenizer, [text], pairs)[0]
 
 
 def position(example, word, segment=0):
@@ -131,44 +166,50 @@ def within_shares(examples):
     )
 
 
-def distance_matched_share(examples):
-    """(N, L, h): the within-sentence share of a head that looks only at
-    distance, for every example.
+def offset_sums(examples):
+    """Per example, what each head gives words of the query's own sentence
+    and of the other sentence, offset by offset.
 
-    For each head, the mean weight a word gives a word at each offset j - i
-    (its own words-only distribution, pooled over `examples`) is its
-    distance profile. Re-spreading every query's attention by that profile
-    alone, and measuring the share within the sentence, gives what the head's
-    liking for near or far words explains on its own.
+    Returns (sums, counts): sums (N, 2, L, h, O) adds the weights that query
+    words give key words at each offset j - i (O offsets, centred), in the
+    own sentence [:, 0] or the other [:, 1]; counts (N, 2, O) counts those
+    query-key pairs.
     """
-    rows = []  # (offsets, word weights) of every query word
-    for ex in examples:
-        words = is_word(ex).nonzero().squeeze(-1)  # (n,)
-        w = ex["attention"][:, :, words][..., words]  # (L, h, n, n)
-        w = w / w.sum(-1, keepdim=True)
-        rows.append((words[None, :] - words[:, None], w))
-    span = max(int(off.abs().max()) for off, _ in rows)
+    span = max(len(ex["tokens"]) for ex in examples)
     L, h = examples[0]["attention"].shape[:2]
-    total = torch.zeros(L, h, 2 * span + 1)
-    count = torch.zeros(2 * span + 1)
-    for off, w in rows:
-        index = (off + span).flatten()  # (n * n,)
-        total.index_add_(2, index, w.flatten(2))
-        count.index_add_(0, index, torch.ones(index.shape))
-    profile = total / count.clamp(min=1)  # (L, h, 2 * span + 1)
-    shares = []
-    for ex, (off, _) in zip(examples, rows):
-        seg = ex["segments"][is_word(ex)]  # (n,)
-        b = profile[:, :, off + span]  # (L, h, n, n)
-        b = b / b.sum(-1, keepdim=True)
-        same = seg[:, None] == seg[None, :]  # (n, n)
-        per_query = (b * same).sum(-1)  # (L, h, n)
-        shares.append(
-            torch.stack(
-                [per_query[..., seg == s].mean(-1) for s in (0, 1)]
-            ).mean(0)  # (L, h): the two sentences weigh the same
-        )
-    return torch.stack(shares)  # (N, L, h)
+    sums = torch.zeros(len(examples), 2, L, h, 2 * span + 1)
+    counts = torch.zeros(len(examples), 2, 2 * span + 1)
+    for n, ex in enumerate(examples):
+        words = is_word(ex).nonzero()[:, 0]  # (w,)
+        seg = ex["segments"][words]  # (w,)
+        offset = (words[None, :] - words[:, None] + span).flatten()  # (w*w,)
+        other = (seg[:, None] != seg[None, :]).long().flatten()  # (w*w,)
+        w = ex["attention"][:, :, words][..., words].flatten(2)  # (L, h, w*w)
+        for side in (0, 1):
+            keep = other == side
+            sums[n, side].index_add_(2, offset[keep], w[..., keep])
+            counts[n, side].index_add_(
+                0, offset[keep], torch.ones(int(keep.sum()))
+            )
+    return sums, counts
+
+
+def own_sentence_ratio(sums, counts):
+    """(..., L, h): the mean weight on a word of the own sentence over the
+    mean weight on a word of the other sentence at the same offset.
+
+    sums, counts: `offset_sums` added over a set of examples, (2, L, h, O)
+    and (2, O), with any leading dimensions (such as resamples) in front.
+    Offsets where either side never occurs are left out; the others count
+    as often as the rarer side occurs, so both means see the same mix of
+    distances. 1 means the head does not care which sentence a word is in.
+    """
+    weight = counts.min(-2).values  # (..., O)
+    mean = sums / counts.clamp(min=1)[..., None, None, :]  # (..., 2, L, h, O)
+    per_side = (mean * weight[..., None, None, None, :]).sum(
+        -1
+    )  # (..., 2, L, h)
+    return per_side[..., 0, :, :] / per_side[..., 1, :, :]
 
 
 def best_head(scores):
@@ -182,20 +223,23 @@ def load_table(name):
     return [line.split("\t") for line in load_lines(name)]
 
 
-def flies_example(model, tokenizer, row):
-    """Run one claim-2 pair: (A, A's target, B, B's two targets)."""
-    text_a, target_a, text_b, *targets_b = row
-    ex = run_example(model, tokenizer, text_a, text_b)
-    ex["flies"] = position(ex, "flies", 0), position(ex, "flies", 1)
-    ex["targets"] = [position(ex, target_a, 0)] + [
-        position(ex, t, 1) for t in targets_b
-    ]
-    words = is_word(ex)
-    ex["pools"] = [  # where a random target may fall: a word, not "flies"
-        (words & (ex["segments"] == s)).nonzero().squeeze(-1) for s in (0, 1)
-    ]
-    ex["pools"] = [p[p != f] for p, f in zip(ex["pools"], ex["flies"])]
-    return ex
+def flies_examples(model, tokenizer, rows):
+    """Run claim-2 pairs, rows of (A, A's target, B, B's two targets)."""
+    examples = run_examples(
+        model, tokenizer, [r[0] for r in rows], [r[2] for r in rows]
+    )
+    for ex, (_, target_a, _, *targets_b) in zip(examples, rows):
+        ex["flies"] = position(ex, "flies", 0), position(ex, "flies", 1)
+        ex["targets"] = [position(ex, target_a, 0)] + [
+            position(ex, t, 1) for t in targets_b
+        ]
+        words = is_word(ex)
+        pools = [
+            (words & (ex["segments"] == s)).nonzero()[:, 0] for s in (0, 1)
+        ]
+        # where a random target may fall: a word of the sentence, not "flies"
+        ex["pools"] = [p[p != f] for p, f in zip(pools, ex["flies"])]
+    return examples
 
 
 def lifts(example, targets):
@@ -232,14 +276,15 @@ def claim2_null(examples, draws, generator):
     return (total / len(examples)).permute(2, 0, 1)  # (draws, L, h)
 
 
-def coreference_example(model, tokenizer, row):
-    """Run one Winograd-style sentence: (sentence, pronoun, right, wrong)."""
-    sentence, pronoun, right, wrong = row
-    ex = run_example(model, tokenizer, sentence)
-    ex["pronoun"], ex["right"], ex["wrong"] = (
-        position(ex, word) for word in (pronoun, right, wrong)
-    )
-    return ex
+def coreference_examples(model, tokenizer, rows):
+    """Run Winograd-style sentences, rows of (sentence, pronoun, right,
+    wrong)."""
+    examples = run_examples(model, tokenizer, [r[0] for r in rows])
+    for ex, (_, *words) in zip(examples, rows):
+        ex["pronoun"], ex["right"], ex["wrong"] = (
+            position(ex, word) for word in words
+        )
+    return examples
 
 
 def referent_accuracy(examples, flips=None):
