@@ -144,7 +144,7 @@ def grid_heatmap(
                     1,
                     1,
                     fill=False,
-                    ec="#D55E00",
+                    ec="black",
                     lw=2.5,
                 )
             )
@@ -230,8 +230,14 @@ def head_scatter(x, y, xlabel, ylabel, ax=None, reference=None, log=False):
         ax.axhline(reference, color="#999999", lw=0.8, ls=":")
         ax.axvline(reference, color="#999999", lw=0.8, ls=":")
     if log:
-        ax.set_xscale("log")
-        ax.set_yscale("log")
+        plain = mpl.ticker.FuncFormatter(lambda v, _: f"{v:g}")
+        for axis, scale in (
+            (ax.xaxis, ax.set_xscale),
+            (ax.yaxis, ax.set_yscale),
+        ):
+            scale("log")
+            axis.set_major_formatter(plain)
+            axis.set_minor_formatter(mpl.ticker.NullFormatter())
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.set_aspect("equal")
