@@ -79,7 +79,7 @@ def test_loop_from_batched_round_trips(layers):
     torch.testing.assert_close(loop_from_batched(batched)(x)[0], loop(x)[0])
 
 
-# The six properties of the lesson source.
+# The six properties of a correct layer (section 3 states them).
 
 
 def test_output_has_the_input_shape(layers):

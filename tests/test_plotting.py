@@ -17,6 +17,7 @@ from mhabook import (  # noqa: E402
     shape_flow,
     use_chapter_style,
 )
+from mhabook.plotting import encoder_block  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -119,3 +120,22 @@ def test_grid_heatmap_centres_a_diverging_scale_and_marks_a_cell():
     assert image.get_clim() == pytest.approx((0.2, 0.8))
     (box,) = [p for p in fig.axes[0].patches if not p.get_fill()]
     assert box.get_xy() == (-0.5, 0.5)
+
+
+def test_encoder_block_colours_only_the_parts_the_chapter_builds():
+    fig = encoder_block()
+    boxes = {
+        t.get_text(): t
+        for t in fig.axes[0].texts
+        if "attention" in t.get_text()
+    }
+    assert "multi-head attention" in boxes
+    texts = [t.get_text() for t in fig.axes[0].texts]
+    assert texts.count("add the input (residual), LayerNorm") == 2
+    colours = {
+        matplotlib.colors.to_hex(p.get_facecolor())
+        for p in fig.axes[0].patches
+        if isinstance(p, matplotlib.patches.FancyBboxPatch)
+        and p.get_facecolor()[3] > 0  # the dashed frame has no fill
+    }
+    assert colours == {PALETTE[1].lower(), "#dddddd"}

@@ -74,8 +74,8 @@ class BatchedMultiHeadAttention(nn.Module):
             scores = (Q * d_k**-0.5) @ K.transpose(-2, -1)  # (B, h, T, T)
             if mask is not None:
                 scores.masked_fill_(~mask, float("-inf"))
-            # Without autograd, reuse the scores' memory for the weights, as
-            # nn.MultiheadAttention does: it is the layer's largest tensor.
+            # Without autograd nothing needs the scores again, so the
+            # softmax writes the weights over them: one (B, h, T, T) tensor.
             out = None if torch.is_grad_enabled() else scores
             weights = torch.softmax(scores, dim=-1, out=out)  # (B, h, T, T)
             context = weights @ V  # (B, h, T, d_k)

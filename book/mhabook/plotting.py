@@ -302,3 +302,59 @@ def paired_bars(first, second, labels, names, ylabel, ax=None):
     ax.set_ylim(0, 1.3 * top)  # room for the legend above the bars
     ax.legend(frameon=False, fontsize=8, ncol=2, loc="upper center")
     return ax
+
+
+BLOCK_PARTS = (
+    ("token embeddings + position embeddings", False),
+    ("multi-head attention", True),
+    ("add the input (residual), LayerNorm", False),
+    ("feed-forward: Linear, GELU, Linear", False),
+    ("add the input (residual), LayerNorm", False),
+)
+
+
+def encoder_block(parts=BLOCK_PARTS, repeats="x 12 in BERT-base"):
+    """The BERT encoder block, bottom to top; the parts the chapter builds
+    are coloured, the others grey. parts: (label, built) pairs, the first
+    one below the repeated block."""
+    fig, ax = plt.subplots(figsize=(6.4, 4.6))
+    ax.set_xlim(0, 10)
+    ax.set_ylim(-0.9, len(parts) + 0.1)
+    ax.axis("off")
+    for i, (label, built) in enumerate(parts):
+        colour = PALETTE[1] if built else "#DDDDDD"
+        _box(ax, 4.2, i, 5.2, 0.6, label, colour)
+        _arrow(ax, (4.2, i - 0.7), (4.2, i - 0.3))
+    ax.text(4.2, -0.85, "token ids", ha="center", fontsize=8)
+    top = len(parts) - 1
+    _arrow(ax, (4.2, top + 0.3), (4.2, top + 0.7))
+    ax.text(4.2, top + 0.75, "to the next block", ha="center", fontsize=8)
+    # the repeated block: everything above the embeddings
+    ax.add_patch(
+        FancyBboxPatch(
+            (0.9, 0.55),
+            6.6,
+            top + 0.0,
+            boxstyle="round,pad=0.05",
+            fc="none",
+            ec="#555555",
+            ls="--",
+            lw=0.8,
+        )
+    )
+    ax.text(7.7, top + 0.35, repeats, fontsize=8, ha="left")
+    # the residual connections skip around attention and the feed-forward
+    for start, end in ((0.62, 2), (2.62, 4)):
+        ax.plot([4.2, 7.2, 7.2], [start, start, end], color=PALETTE[0], lw=0.8)
+        ax.add_patch(
+            FancyArrowPatch(
+                (7.2, end),
+                (6.8, end),
+                arrowstyle="-|>",
+                mutation_scale=8,
+                lw=0.8,
+                color=PALETTE[0],
+            )
+        )
+    ax.text(7.7, 1.2, "residual:\nthe input\nskips ahead", fontsize=8)
+    return fig

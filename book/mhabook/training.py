@@ -1,0 +1,150 @@
+"""Watch heads learn (section 2): a tiny attention model trained on a task
+that needs two kinds of lookup, small enough to train on a CPU in seconds.
+
+Every token is a letter carrying a digit, such as ``c3``; in a sequence of
+``num_tokens`` tokens every letter occurs exactly twice, with independent
+digits. At every position the model must answer two questions:
+- previous token: which letter stands just before me? (a lookup by
+  position; position 0 has no answer);
+- matching token: which digit does the other copy of my letter carry? (a
+  lookup by content).
+"""
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .layers import MultiHeadAttention
+
+JOBS = ("previous token", "matching token")
+IGNORE = -100  # cross_entropy's ignore_index: no answer here
+
+
+@dataclass(frozen=True)
+class TinyConfig:
+    """Sizes of the tiny model. hidden_size and num_attention_heads are
+    the two numbers MultiHeadAttention reads."""
+
+    num_letters: int = 8
+    num_digits: int = 4
+    num_tokens: int = 8
+    hidden_size: int = 32
+    num_attention_heads: int = 2
+
+    @property
+    def vocab_size(self):
+        return self.num_letters * self.num_digits
+
+
+def token_names(config, ids):
+    """'c3' for the token with letter 2 and digit 3."""
+    return [
+        "abcdefghijklmnopqrstuvwxyz"[i // config.num_digits]
+        + str(i % config.num_digits)
+        for i in ids.tolist()
+    ]
+
+
+def make_batch(config, batch_size, generator):
+    """Return (ids, previous, partner, digit), each (B, T).
+
+    previous: the letter before each token (IGNORE at position 0).
+    partner: the position of the other copy of each token's letter.
+    digit: the digit that other copy carries (the matching job's answer).
+    """
+    B, T, L = batch_size, config.num_tokens, config.num_letters
+    if T % 2 or T // 2 > L:
+        raise ValueError(
+            f"num_tokens must be even and at most 2 * num_letters = {2 * L}"
+            f", got {T}"
+        )
+    # T/2 distinct letters, each placed twice: slots s and s + T/2 match
+    letters = torch.rand(B, L, generator=generator).argsort(-1)[:, : T // 2]
+    letters = letters.repeat(1, 2)  # (B, T) by slot
+    digits = torch.randint(config.num_digits, (B, T), generator=generator)
+    slot = torch.rand(B, T, generator=generator).argsort(-1)  # pos -> slot
+    position = slot.argsort(-1)  # (B, T): slot -> pos
+    letter = letters.gather(1, slot)  # (B, T) by position
+    digit = digits.gather(1, slot)  # (B, T)
+    ids = letter * config.num_digits + digit  # (B, T)
+    previous = torch.full_like(ids, IGNORE)
+    previous[:, 1:] = letter[:, :-1]
+    partner = position.gather(1, (slot + T // 2) % T)  # (B, T)
+    return ids, previous, partner, digit.gather(1, partner)
+
+
+class TinyAttentionModel(nn.Module):
+    """Token and position embeddings, one MultiHeadAttention with a
+    residual connection, and one linear read-out per job."""
+
+    def __init__(self, config):
+        super().__init__()
+        C = config.hidden_size
+        self.token = nn.Embedding(config.vocab_size, C)
+        self.position = nn.Embedding(config.num_tokens, C)
+        self.attention = MultiHeadAttention(config)
+        self.read_previous = nn.Linear(C, config.num_letters)
+        self.read_matching = nn.Linear(C, config.num_digits)
+
+    def forward(self, ids):
+        """Return (previous logits, matching logits, weights (B, h, T, T))."""
+        B, T = ids.shape
+        x = self.token(ids) + self.position(torch.arange(T))  # (B, T, C)
+        out, weights = self.attention(x)  # (B, T, C), (B, h, T, T)
+        x = x + out
+        return self.read_previous(x), self.read_matching(x), weights
+
+
+def job_scores(weights, partner):
+    """(h, 2): the mean weight each head puts on each job's target.
+
+    Column 0: from position i to i - 1 (i >= 1). Column 1: from each
+    position to the other copy of its letter.
+    """
+    B, h, T, _ = weights.shape
+    i = torch.arange(1, T)
+    previous = weights[:, :, i, i - 1].mean(dim=(0, 2))  # (h,)
+    index = partner[:, None, :, None].expand(B, h, T, 1)  # (B, h, T, 1)
+    matching = weights.gather(-1, index).mean(dim=(0, 2, 3))  # (h,)
+    return torch.stack([previous, matching], dim=1)
+
+
+def loss_and_accuracy(model, batch):
+    """Summed cross-entropy of both jobs, and each job's accuracy."""
+    ids, previous, _, digit = batch
+    prev_logits, match_logits, _ = model(ids)
+    loss = F.cross_entropy(
+        prev_logits.flatten(0, 1), previous.flatten()
+    ) + F.cross_entropy(match_logits.flatten(0, 1), digit.flatten())
+    scored = previous != IGNORE
+    prev_ok = prev_logits.argmax(-1)[scored] == previous[scored]
+    match_ok = match_logits.argmax(-1) == digit
+    return loss, (
+        prev_ok.float().mean().item(),
+        match_ok.float().mean().item(),
+    )
+
+
+def train(model, config, steps=600, batch_size=64, lr=1e-2, seed=0):
+    """Adam on both jobs at once; returns the loss of every step.
+
+    Seeded and run on one thread, so every run gives the same numbers.
+    """
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    generator = torch.Generator().manual_seed(seed)
+    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+    losses = []
+    try:
+        for _ in range(steps):
+            batch = make_batch(config, batch_size, generator)
+            loss, _ = loss_and_accuracy(model, batch)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            losses.append(loss.item())
+    finally:
+        torch.set_num_threads(threads)
+    return losses
