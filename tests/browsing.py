@@ -78,7 +78,7 @@ def record_fetches(page):
     """Start counting what `page` fetches; returns the list it fills
     with finished requests (read their sizes once the page is idle)."""
     finished = []
-    page.on("requestfinished", finished.append)
+    page.on("requestfinished", lambda request: finished.append(request))
     return finished
 
 

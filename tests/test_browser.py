@@ -391,7 +391,8 @@ def test_explorer_focus_is_visible_and_hidden_heads_keep_contrast(lab):
         )
         assert outline[0] != "none" and outline[1] >= 2, (control, outline)
     root.locator(".mha-toggle").first.click()  # hide a head
-    assert root.locator(".mha-toggle").first.get_attribute(
-        "aria-pressed"
-    ) == "false"
+    assert (
+        root.locator(".mha-toggle").first.get_attribute("aria-pressed")
+        == "false"
+    )
     assert serious(audit(page)) == []

@@ -13,7 +13,8 @@ in the static HTML (a notebook can hold widget state for an output the
 page removes). tests/page_budgets.json holds what each page may fetch.
 
 Accessibility: the bibliography's entries get the list-item role their
-list needs (docutils writes the deprecated doc-biblioentry).
+list needs (docutils writes the deprecated doc-biblioentry), and myst-nb's
+"show code cell" toggles are named by their visible text.
 
 The copies stay out of a top-level _static/ on purpose: Jupyter Book
 injects every file found there into every page.
@@ -83,7 +84,8 @@ def drop_unused_scripts(app, pagename, templatename, context, doctree):
     mathjax = app.config.mathjax_path
 
     def needed(script):
-        name = script.filename or ""
+        # Sphinx stores html_static_path files as "_static/<name>".
+        name = str(script.filename or "").removeprefix("_static/")
         if name == mathjax:
             return has_math
         if name.startswith(WIDGET_SCRIPTS) or (
@@ -96,14 +98,21 @@ def drop_unused_scripts(app, pagename, templatename, context, doctree):
     context["script_files"] = [s for s in scripts if needed(s)]
 
 
-def name_bibliography_items(app, pagename, templatename, context, doctree):
-    """A role="list" needs role="listitem" children (axe: aria-required-
-    children); docutils gives citations the deprecated doc-biblioentry."""
+# Markup of docutils and myst-nb that axe faults -> what we write instead.
+ACCESSIBLE_MARKUP = {
+    # A role="list" needs role="listitem" children (aria-required-children).
+    'role="doc-biblioentry"': 'role="listitem"',
+    # The label hid the visible "Show code cell content" (WCAG 2.5.3).
+    '<summary aria-label="Toggle hidden content">': "<summary>",
+}
+
+
+def accessible_markup(app, pagename, templatename, context, doctree):
     body = context.get("body")
-    if body and 'role="doc-biblioentry"' in body:
-        context["body"] = body.replace(
-            'role="doc-biblioentry"', 'role="listitem"'
-        )
+    if body:
+        for faulted, fixed in ACCESSIBLE_MARKUP.items():
+            body = body.replace(faulted, fixed)
+        context["body"] = body
 
 
 def drop_duplicate_scripts(app, pagename, templatename, context, doctree):
@@ -139,7 +148,7 @@ def setup(app):
     app.connect("config-inited", check_installed)
     app.connect("html-page-context", rewrite_cdn_urls)
     app.connect("html-page-context", drop_duplicate_scripts)
-    app.connect("html-page-context", name_bibliography_items)
+    app.connect("html-page-context", accessible_markup)
     # After Sphinx's MathJax hook and myst-nb's widget scripts (both 500).
     app.connect("html-page-context", drop_unused_scripts, priority=900)
     app.connect("build-finished", copy_assets)
