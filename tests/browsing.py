@@ -104,23 +104,28 @@ def budget(name):
     return sum(parts.values()) * 1024, parts
 
 
-def audit(page):
+def audit(page, exceptions=()):
     """axe-core's WCAG 2.1 A and AA rules (experimental ones included) on
-    the page as it is now; returns the violations, smallest first."""
+    the page as it is now. Returns the violations, each with the nodes
+    that fail, less those an exception (rule id, CSS selector) covers."""
     page.add_script_tag(path=AXE)
     return page.evaluate(
-        """async (tags) => {
+        """async ([tags, exceptions]) => {
             const ids = axe.getRules(tags).map((rule) => rule.ruleId);
             const result = await axe.run(document, {
                 runOnly: {type: "rule", values: ids},
                 resultTypes: ["violations"],
+                elementRef: true,
             });
+            const excepted = (id, node) => exceptions.some(([rule, css]) =>
+                rule === id && node.element.matches(css));
             return result.violations.map((v) => ({
                 id: v.id,
                 impact: v.impact,
                 help: v.help,
-                targets: v.nodes.map((n) => n.target.join(" ")),
-            }));
+                targets: v.nodes.filter((n) => !excepted(v.id, n))
+                    .map((n) => n.target.join(" ")),
+            })).filter((v) => v.targets.length);
         }""",
-        WCAG_TAGS,
+        [WCAG_TAGS, [list(e) for e in exceptions]],
     )
