@@ -74,6 +74,15 @@ def launch(playwright):
     )
 
 
+def settle(page):
+    """Wait until MathJax, if the page loads it, has typeset (and so
+    fetched its fonts)."""
+    page.evaluate(
+        "() => window.MathJax && MathJax.startup"
+        " ? MathJax.startup.promise.then(() => true) : true"
+    )
+
+
 def record_fetches(page):
     """Start counting what `page` fetches; returns the list it fills
     with finished requests (read their sizes once the page is idle)."""

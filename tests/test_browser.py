@@ -12,7 +12,15 @@ import sys
 import pytest
 from playwright.sync_api import sync_playwright
 
-from browsing import audit, budget, launch, record_fetches, serve, weigh
+from browsing import (
+    audit,
+    budget,
+    launch,
+    record_fetches,
+    serve,
+    settle,
+    weigh,
+)
 from chapter import ROOT, toc_files
 from mhabook import head_explorer
 from mhabook.bertviz_view import head_view_html
@@ -81,10 +89,7 @@ def open_page(browser, base, path, viewport=None):
         lambda d: (problems["dialogs"].append(d.message), d.dismiss()),
     )
     page.goto(f"{base}/{path}", wait_until="networkidle")
-    page.evaluate(  # wait for MathJax's first typesetting, if any
-        "() => window.MathJax && MathJax.startup"
-        " ? MathJax.startup.promise.then(() => true) : true"
-    )
+    settle(page)
     return page, problems
 
 

@@ -2,7 +2,8 @@
 
 Run with `make bench-pages` (it builds the book first), or
 `python tests/benchmarks/page_weight.py _build/html`. Each page is opened
-in Debian's Chromium with an empty cache and weighed once it is idle:
+in Debian's Chromium with an empty cache and weighed once it is idle and
+its math typeset:
 response bodies, uncompressed, as the tests count them. Prints a Markdown
 table for the README.
 """
@@ -21,6 +22,7 @@ from browsing import (  # noqa: E402
     launch,
     record_fetches,
     serve,
+    settle,
     weigh,
 )
 from chapter import toc_files  # noqa: E402
@@ -43,6 +45,7 @@ def main(html):
             page = context.new_page()
             fetched = record_fetches(page)
             page.goto(f"{base}/{name}.html", wait_until="networkidle")
+            settle(page)
             page.wait_for_timeout(300)
             by_kind = weigh(fetched, base)
             context.close()
