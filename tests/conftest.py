@@ -37,36 +37,56 @@ def no_network():
 
 @pytest.fixture(scope="session")
 def built_book(tmp_path_factory):
-    """Build the whole book once, cold, with warnings as errors."""
+    """Build the whole book once, cold, with warnings as errors.
+
+    This build is the suite's only execution of the notebooks: their
+    asserts run here, and tests/test_notebooks.py reads the executed
+    notebooks back from the build's jupyter-cache.
+    """
     import subprocess
 
     from chapter import build_command
 
     out = tmp_path_factory.mktemp("book")
     run = subprocess.run(build_command(out), capture_output=True, text=True)
-    assert run.returncode == 0, run.stdout[-6000:] + run.stderr[-3000:]
+    if run.returncode != 0:
+        reports = sorted((out / "_build" / "html" / "reports").glob("*.log"))
+        failed = "".join(
+            f"\n--- {r.name}\n{r.read_text()[-3000:]}" for r in reports
+        )
+        pytest.fail(
+            f"the book build failed:\n{run.stdout[-6000:]}"
+            f"{run.stderr[-3000:]}{failed}"
+        )
     return out / "_build"
 
 
-@pytest.fixture(scope="session")
-def executed():
-    """Execute a notebook top to bottom (once per session), as a reader
-    would: from its own folder, failing on the first error."""
-    import nbclient
-    import nbformat
+def _git_status():
+    import subprocess
 
-    done = {}
+    run = subprocess.run(
+        ["git", "status", "--porcelain", "--untracked-files=all"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    return run.stdout if run.returncode == 0 else None
 
-    def run(path):
-        if path not in done:
-            nb = nbformat.read(path, as_version=4)
-            nbclient.NotebookClient(
-                nb,
-                timeout=600,
-                kernel_name="python3",
-                resources={"metadata": {"path": str(path.parent)}},
-            ).execute()
-            done[path] = nb
-        return done[path]
 
-    return run
+GIT_STATUS = pytest.StashKey[str | None]()
+
+
+def pytest_sessionstart(session):
+    """What `git status` says before any test runs (None outside git)."""
+    session.config.stash[GIT_STATUS] = _git_status()
+
+
+def pytest_collection_modifyitems(config, items):
+    """The clean-tree check runs last, after everything it watches."""
+    last = [i for i in items if i.name == "test_the_suite_leaves_git_clean"]
+    items[:] = [i for i in items if i not in last] + last
+
+
+@pytest.fixture
+def git_status_at_start(request):
+    return request.config.stash[GIT_STATUS], _git_status

@@ -1,10 +1,20 @@
-"""Serve every script the book needs from the book itself, once.
+"""Serve every script the book needs from the book itself, once, and only
+on the pages that need it.
 
 Sphinx extension. The files come from the npm registry, pinned in
 book/_vendor/package-lock.json and installed by `make book`; this hook
 copies them to _static/bundled/ in the built site (where _config.yml points
 MathJax and myst-nb's widget scripts) and rewrites the CDN addresses that
 BertViz writes into its output to the same local copies.
+
+Page weight: MathJax (about 1 MB) is dropped from pages without math, and
+the Jupyter widget manager (about 3.5 MB) from pages that show no widget
+in the static HTML (a notebook can hold widget state for an output the
+page removes). tests/page_budgets.json holds what each page may fetch.
+
+Accessibility: the bibliography's entries get the list-item role their
+list needs (docutils writes the deprecated doc-biblioentry), and myst-nb's
+"show code cell" toggles are named by their visible text.
 
 The copies stay out of a top-level _static/ on purpose: Jupyter Book
 injects every file found there into every page.
@@ -60,6 +70,51 @@ def rewrite_cdn_urls(app, pagename, templatename, context, doctree):
     context["body"] = body
 
 
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+WIDGET_SCRIPTS = ("bundled/require", "bundled/npm/@jupyter-widgets/")
+WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
+
+
+def drop_unused_scripts(app, pagename, templatename, context, doctree):
+    """MathJax only on pages with math, the widget manager only on pages
+    with a widget view. Runs after Sphinx and myst-nb add them."""
+    body = context.get("body") or ""
+    has_math = 'class="math' in body
+    has_widget = WIDGET_VIEW in body
+    mathjax = app.config.mathjax_path
+
+    def needed(script):
+        # Sphinx stores html_static_path files as "_static/<name>".
+        name = str(script.filename or "").removeprefix("_static/")
+        if name == mathjax:
+            return has_math
+        if name.startswith(WIDGET_SCRIPTS) or (
+            script.attributes.get("type") == WIDGET_STATE
+        ):
+            return has_widget
+        return True
+
+    scripts = context.get("script_files", [])
+    context["script_files"] = [s for s in scripts if needed(s)]
+
+
+# Markup of docutils and myst-nb that axe faults -> what we write instead.
+ACCESSIBLE_MARKUP = {
+    # A role="list" needs role="listitem" children (aria-required-children).
+    'role="doc-biblioentry"': 'role="listitem"',
+    # The label hid the visible "Show code cell content" (WCAG 2.5.3).
+    '<summary aria-label="Toggle hidden content">': "<summary>",
+}
+
+
+def accessible_markup(app, pagename, templatename, context, doctree):
+    body = context.get("body")
+    if body:
+        for faulted, fixed in ACCESSIBLE_MARKUP.items():
+            body = body.replace(faulted, fixed)
+        context["body"] = body
+
+
 def drop_duplicate_scripts(app, pagename, templatename, context, doctree):
     """sphinx-thebe 0.3.1 and sphinx-togglebutton register their inline
     configuration scripts twice (once with filename None, once ''), and a
@@ -80,9 +135,6 @@ def copy_assets(app, exception):
     target.mkdir(parents=True, exist_ok=True)
     for name in OWN_FILES:
         shutil.copyfile(HERE / name, target / name)
-    for name in OWN_FILES:
-        target.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(HERE / name, target / name)
     for name, src in ASSETS.items():
         source, dest = NODE_MODULES / src, target / name
         if source.is_dir():
@@ -96,5 +148,8 @@ def setup(app):
     app.connect("config-inited", check_installed)
     app.connect("html-page-context", rewrite_cdn_urls)
     app.connect("html-page-context", drop_duplicate_scripts)
+    app.connect("html-page-context", accessible_markup)
+    # After Sphinx's MathJax hook and myst-nb's widget scripts (both 500).
+    app.connect("html-page-context", drop_unused_scripts, priority=900)
     app.connect("build-finished", copy_assets)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -13,6 +13,21 @@ def escape_script(js):
     return js.replace("</", "<\\/").replace("<!--", "<\\!--")
 
 
+# BertViz's two menus follow a bare text label; give them accessible names
+# that hold that visible text (an unnamed <select> fails WCAG 4.1.2).
+SELECT_NAMES = {
+    '<select id="layer">': '<select id="layer" aria-label="Layer">',
+    '<select id="filter">': '<select id="filter" aria-label="Attention">',
+}
+
+
+def name_selects(html):
+    """Give BertViz's layer and attention menus accessible names."""
+    for bare, named in SELECT_NAMES.items():
+        html = html.replace(bare, named)
+    return html
+
+
 def head_view_html(
     attention, tokens, sentence_b_start, layer, heads, decimals=3
 ):
@@ -45,4 +60,4 @@ def head_view_html(
     ).data
     start, end = view.index(INLINE) + len(INLINE), view.rindex("</script>")
     html = view[:start] + escape_script(view[start:end]) + view[end:]
-    return HTML(html)
+    return HTML(name_selects(html))

@@ -53,7 +53,8 @@
     const swatch = element("span", "mha-swatch");
     swatch.setAttribute("aria-hidden", "true");
     toggle.append(swatch, document.createTextNode(head.name));
-    toggle.setAttribute("aria-label", "Show head " + head.name);
+    // Accessible names start with the visible text (WCAG 2.5.3).
+    toggle.setAttribute("aria-label", head.name + " head");
     toggle.addEventListener("click", () => {
       state.shown[h] = !state.shown[h];
       draw();
@@ -61,7 +62,7 @@
     const isolate = element("button", "mha-isolate", "isolate");
     isolate.type = "button";
     isolate.dataset.head = String(h);
-    isolate.setAttribute("aria-label", "Show only head " + head.name);
+    isolate.setAttribute("aria-label", "isolate " + head.name + " head");
     isolate.addEventListener("click", () => {
       state.shown = heads.map((_, other) => other === h);
       draw();
@@ -72,7 +73,7 @@
   });
   const all = element("button", "mha-all", "show all");
   all.type = "button";
-  all.setAttribute("aria-label", "Show all heads");
+  all.setAttribute("aria-label", "show all heads");
   all.addEventListener("click", () => {
     state.shown = heads.map(() => true);
     draw();
@@ -142,6 +143,18 @@
       ". Line width and opacity show the attention weight.";
   }
 
+  // On a narrow screen the row of tokens scrolls sideways (the arcs with
+  // it): keep the query token in view.
+  function keepInView(button) {
+    const left = button.offsetLeft;
+    const right = left + button.offsetWidth;
+    if (left < stage.scrollLeft) {
+      stage.scrollLeft = left - 8;
+    } else if (right > stage.scrollLeft + stage.clientWidth) {
+      stage.scrollLeft = right - stage.clientWidth + 8;
+    }
+  }
+
   function draw() {
     buttons.forEach((button, i) => {
       const current = i === state.query;
@@ -152,14 +165,13 @@
       toggle.setAttribute("aria-pressed", String(state.shown[h]));
     });
     caption.textContent = describe();
+    keepInView(buttons[state.query]);
 
-    const box = stage.getBoundingClientRect();
-    const centres = buttons.map((button) => {
-      const r = button.getBoundingClientRect();
-      return r.left - box.left + r.width / 2;
-    });
+    // Centres in the stage's scrolled content, which the svg spans.
+    const centres = buttons.map(
+      (button) => button.offsetLeft + button.offsetWidth / 2);
     const height = HEIGHT;
-    svg.setAttribute("width", String(Math.max(1, box.width)));
+    svg.setAttribute("width", String(Math.max(1, row.scrollWidth)));
     svg.setAttribute("height", String(height));
     svg.replaceChildren();
     const from = centres[state.query];

@@ -1,0 +1,68 @@
+"""Print what each page of a built book fetches, by kind, against its budget.
+
+Run with `make bench-pages` (it builds the book first), or
+`python tests/benchmarks/page_weight.py _build/html`. Each page is opened
+in Debian's Chromium with an empty cache and weighed once it is idle and
+its math typeset:
+response bodies, uncompressed, as the tests count them. Prints a Markdown
+table for the README.
+"""
+
+import sys
+from pathlib import Path
+
+from playwright.sync_api import sync_playwright
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tests"))
+
+from browsing import (  # noqa: E402
+    KINDS,
+    budget,
+    launch,
+    record_fetches,
+    serve,
+    settle,
+    weigh,
+)
+from chapter import toc_files  # noqa: E402
+
+COLUMNS = [kind for _, kind in KINDS] + ["page"]
+
+
+def kib(size):
+    return f"{size / 1024:,.0f}"
+
+
+def main(html):
+    rows = []
+    with serve(html) as base, sync_playwright() as playwright:
+        browser = launch(playwright)
+        for name in toc_files():
+            context = browser.new_context(
+                viewport={"width": 1280, "height": 900}
+            )
+            page = context.new_page()
+            fetched = record_fetches(page)
+            page.goto(f"{base}/{name}.html", wait_until="networkidle")
+            settle(page)
+            page.wait_for_timeout(300)
+            by_kind = weigh(fetched, base)
+            context.close()
+            limit, _ = budget(name)
+            rows.append((name, by_kind, sum(by_kind.values()), limit))
+        browser.close()
+    print("| page | " + " | ".join(COLUMNS) + " | total | budget |")
+    print("| --- |" + " ---: |" * (len(COLUMNS) + 2))
+    for name, by_kind, total, limit in rows:
+        cells = [kib(by_kind.get(kind, 0)) for kind in COLUMNS]
+        print(
+            f"| {name.removeprefix('book/')} | "
+            + " | ".join(cells)
+            + f" | {kib(total)} | {kib(limit)} |"
+        )
+    print("\nKiB of response bodies, uncompressed, empty cache.")
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1] if len(sys.argv) > 1 else ROOT / "_build" / "html"))

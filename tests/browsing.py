@@ -1,0 +1,140 @@
+"""Serve a built book on 127.0.0.1 and look at it in Debian's Chromium.
+
+Shared by tests/test_browser.py and the page-weight command
+(tests/benchmarks/page_weight.py): how pages are served, what each page
+fetches, its weight budget (tests/page_budgets.json) and the axe-core audit.
+"""
+
+import contextlib
+import functools
+import http.server
+import json
+import shutil
+import threading
+
+from chapter import BOOK, ROOT
+
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+]
+BUDGETS = ROOT / "tests" / "page_budgets.json"
+AXE = BOOK / "_vendor" / "node_modules" / "axe-core" / "axe.min.js"
+WCAG_TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
+
+# What a fetched file is for, by where the build puts it (first match).
+KINDS = [
+    ("_static/bundled/mathjax/", "MathJax"),
+    ("_static/bundled/npm/@jupyter-widgets/", "widget manager"),
+    ("_static/bundled/", "view scripts"),  # require.js, d3, jQuery
+    ("_static/", "theme"),
+]
+
+
+def kind_of(path):
+    for prefix, kind in KINDS:
+        if prefix in path:
+            return kind
+    return "page"  # the HTML itself, its figures
+
+
+class QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+@contextlib.contextmanager
+def serve(directory):
+    """Serve `directory` on a free port of 127.0.0.1; yields its URL."""
+    server = http.server.ThreadingHTTPServer(
+        ("127.0.0.1", 0), functools.partial(QuietHandler, directory=directory)
+    )
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def launch(playwright):
+    executable = shutil.which("chromium")
+    if executable is None:
+        raise RuntimeError(
+            "Chromium is missing: apt-get install -y chromium (or make"
+            " chromium)"
+        )
+    return playwright.chromium.launch(
+        executable_path=executable, args=CHROMIUM_ARGS
+    )
+
+
+def settle(page):
+    """Wait until MathJax, if the page loads it, has typeset (and so
+    fetched its fonts)."""
+    page.evaluate(
+        "() => window.MathJax && MathJax.startup"
+        " ? MathJax.startup.promise.then(() => true) : true"
+    )
+
+
+def record_fetches(page):
+    """Start counting what `page` fetches; returns the list it fills
+    with finished requests (read their sizes once the page is idle)."""
+    finished = []
+    page.on("requestfinished", lambda request: finished.append(request))
+    return finished
+
+
+def weigh(requests, base):
+    """Bytes of response bodies (uncompressed: the test server sends no
+    encoding), by kind of file."""
+    by_kind = {}
+    for request in requests:
+        path = request.url.removeprefix(base)
+        size = request.sizes()["responseBodySize"]
+        by_kind[kind_of(path)] = by_kind.get(kind_of(path), 0) + size
+    return by_kind
+
+
+def budget(name):
+    """The bytes page `name` may fetch, and how that figure is made."""
+    table = json.loads(BUDGETS.read_text())
+    entry = table["pages"].get(name, table["default"])
+    parts = {"theme": table["theme_kib"]}
+    for need in entry["needs"]:
+        parts[need] = table["needs_kib"][need]
+    parts["content"] = entry["content_kib"]
+    return sum(parts.values()) * 1024, parts
+
+
+def audit(page, exceptions=()):
+    """axe-core's WCAG 2.1 A and AA rules (experimental ones included) on
+    the page as it is now. Returns the violations, each with the nodes
+    that fail, less those an exception (rule id, CSS selector) covers."""
+    page.add_script_tag(path=AXE)
+    return page.evaluate(
+        """async ([tags, exceptions]) => {
+            const ids = axe.getRules(tags).map((rule) => rule.ruleId);
+            const result = await axe.run(document, {
+                runOnly: {type: "rule", values: ids},
+                resultTypes: ["violations"],
+                elementRef: true,
+            });
+            const excepted = (id, node) => exceptions.some(([rule, css]) =>
+                rule === id && node.element.matches(css));
+            return result.violations.map((v) => ({
+                id: v.id,
+                impact: v.impact,
+                help: v.help,
+                targets: v.nodes.filter((n) => !excepted(v.id, n))
+                    .map((n) => n.target.join(" ")),
+            })).filter((v) => v.targets.length);
+        }""",
+        [WCAG_TAGS, [list(e) for e in exceptions]],
+    )

@@ -1,0 +1,92 @@
+"""The build hook (book/_ext/page_assets.py) keeps pages light and their
+markup accessible; BertViz's menus get names. Fast checks on small
+inputs; test_browser.py checks the built pages themselves."""
+
+import sys
+from types import SimpleNamespace
+
+import pytest
+import torch
+from sphinx.builders.html._assets import _JavaScript
+
+from chapter import BOOK
+from mhabook.bertviz_view import head_view_html
+
+sys.path.insert(0, str(BOOK / "_ext"))
+import page_assets  # noqa: E402
+
+MATHJAX = "bundled/mathjax/tex-chtml.js"
+APP = SimpleNamespace(config=SimpleNamespace(mathjax_path=MATHJAX))
+# As Sphinx lists them in a page's script_files.
+WIDGETS = [
+    _JavaScript("_static/bundled/require.min.js"),
+    _JavaScript("_static/bundled/require-paths.js"),
+    _JavaScript(
+        "_static/bundled/npm/@jupyter-widgets/html-manager/dist/embed-amd.js"
+    ),
+    _JavaScript(
+        None,
+        type="application/vnd.jupyter.widget-state+json",
+        body="{}",
+    ),
+]
+THEME = [
+    _JavaScript("_static/scripts/bootstrap.js"),
+    _JavaScript("_static/doctools.js"),
+]
+
+
+def kept(body):
+    context = {
+        "body": body,
+        "script_files": [*THEME, _JavaScript(f"_static/{MATHJAX}"), *WIDGETS],
+    }
+    page_assets.drop_unused_scripts(APP, "page", "page.html", context, None)
+    return [s.filename for s in context["script_files"]]
+
+
+def test_a_plain_page_gets_neither_mathjax_nor_the_widget_manager():
+    assert kept("<p>text</p>") == [s.filename for s in THEME]
+
+
+def test_a_page_with_math_gets_mathjax_only():
+    body = '<span class="math notranslate nohighlight">\\(x\\)</span>'
+    assert kept(body) == [s.filename for s in THEME] + [f"_static/{MATHJAX}"]
+
+
+def test_a_page_showing_a_widget_gets_the_widget_manager():
+    body = (
+        '<script type="application/vnd.jupyter.widget-view+json">'
+        '{"model_id": "1"}</script>'
+    )
+    assert kept(body) == [s.filename for s in THEME + WIDGETS]
+
+
+def test_bibliography_entries_are_list_items():
+    context = {
+        "body": '<div role="list" class="citation-list">'
+        '<div class="citation" id="a" role="doc-biblioentry">A</div></div>'
+    }
+    page_assets.accessible_markup(None, "refs", "", context, None)
+    assert "doc-biblioentry" not in context["body"]
+    assert 'id="a" role="listitem"' in context["body"]
+
+
+def test_code_cell_toggles_are_named_by_their_visible_text():
+    context = {
+        "body": '<summary aria-label="Toggle hidden content">\n'
+        '<p class="collapsed admonition-title">Show code cell content</p>'
+    }
+    page_assets.accessible_markup(None, "page", "", context, None)
+    assert context["body"].startswith("<summary>\n")
+
+
+@pytest.mark.parametrize(
+    "menu, name", [("layer", "Layer"), ("filter", "Attention")]
+)
+def test_bertviz_menus_have_names_holding_their_visible_label(menu, name):
+    weights = torch.softmax(torch.randn(2, 2, 6, 6), -1)
+    tokens = ["[CLS]", "a", "[SEP]", "b", "c", "[SEP]"]
+    html = head_view_html(weights, tokens, 3, layer=0, heads=[0]).data
+    assert f'<select id="{menu}" aria-label="{name}">' in html
+    assert f"{name}: <select" in html  # the visible label it repeats
