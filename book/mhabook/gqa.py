@@ -1,4 +1,4 @@
-"""Sharing keys and values (section 6): grouped-query attention, its KV
+"""Sharing keys and values: grouped-query attention, its KV
 cache, and the copies that prove it equal to multi-head attention and to
 Llama's attention.
 
@@ -115,6 +115,25 @@ class GroupedQueryAttention(nn.Module):
             weights[f"output_linear.{w}"] = source[f"o_proj.{w}"]
         copy_checked(layer, weights)
         return layer
+
+
+def grouped_from_batched(batched):
+    """The g = h grouped layer holding a batched layer's weights."""
+    hidden, h = batched.output_linear.in_features, batched.num_heads
+    layer = GroupedQueryAttention(GroupedAttentionConfig(hidden, h, h))
+    weight, bias = batched.qkv.weight, batched.qkv.bias  # rows [q; k; v]
+    copy_checked(
+        layer,
+        {
+            "q.weight": weight[:hidden],  # (C, C)
+            "q.bias": bias[:hidden],  # (C,)
+            "kv.weight": weight[hidden:],  # (2C, C): keys, then values
+            "kv.bias": bias[hidden:],  # (2C,)
+            "output_linear.weight": batched.output_linear.weight,
+            "output_linear.bias": batched.output_linear.bias,
+        },
+    )
+    return layer
 
 
 class KVCache:
