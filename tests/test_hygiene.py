@@ -9,6 +9,7 @@ import yaml
 
 import mhabook
 import mhabook.batched
+import mhabook.gqa
 from chapter import BOOK, ROOT, saved_definitions, toc_files, toc_notebooks
 
 ALL_NOTEBOOKS = sorted(
@@ -58,7 +59,7 @@ def test_every_layer_in_the_package_is_taught_in_a_saved_cell():
     taught = {
         node.name for nb in toc_notebooks() for node in saved_definitions(nb)
     }
-    for module in (mhabook.layers, mhabook.batched):
+    for module in (mhabook.layers, mhabook.batched, mhabook.gqa):
         tree = ast.parse(inspect.getsource(module))
         defined = {
             node.name
