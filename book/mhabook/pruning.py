@@ -74,22 +74,30 @@ class SentenceBatch:
     """Sentences tokenized once, with what enters each layer of the full
     model recorded, so a change to layer l re-runs layers l..L-1 only.
 
-    The layers' inputs are recorded with forward pre-hooks during one run
-    of the model itself: the attention mask passed on is the model's own.
+    Sentences of similar length share a batch, so little time goes on
+    padding. The layers' inputs are recorded with forward pre-hooks during
+    one run of the model itself: the attention mask passed on is the
+    model's own.
     """
 
-    def __init__(self, model, tokenizer, sentences):
+    def __init__(self, model, tokenizer, sentences, batch_size=32):
         if not sentences:
             raise ValueError("no sentences: pass a non-empty list")
-        self.model = model
         self.layers = model.base_model.encoder.layer
-        self.batch = tokenizer(
-            list(sentences), padding=True, return_tensors="pt"
-        )
-        self.inputs = []
+        lengths = [len(ids) for ids in tokenizer(list(sentences))["input_ids"]]
+        order = sorted(range(len(sentences)), key=lengths.__getitem__)
+        self.unsort = torch.tensor(order).argsort()  # back to input order
+        self.chunks = []  # (tokenized batch, what entered each layer)
+        for first in range(0, len(order), batch_size):
+            picked = [sentences[i] for i in order[first : first + batch_size]]
+            batch = tokenizer(picked, padding=True, return_tensors="pt")
+            self.chunks.append((batch, self._record(model, batch)))
+
+    def _record(self, model, batch):
+        inputs = []
 
         def record(module, args, kwargs):
-            self.inputs.append((args, kwargs))
+            inputs.append((args, kwargs))
 
         handles = [
             layer.register_forward_pre_hook(record, with_kwargs=True)
@@ -97,22 +105,26 @@ class SentenceBatch:
         ]
         try:
             with torch.inference_mode():
-                model(**self.batch)
+                model(**batch)
         finally:
             for handle in handles:
                 handle.remove()
+        return inputs
 
     def embeddings(self, start=0):
         """(N, C): mean-pooled last hidden states, running the model's
         layers from `start` on (with whatever hooks are on them)."""
-        args, kwargs = self.inputs[start]
-        hidden = args[0]  # (B, T, C): what entered layer `start`
-        with torch.inference_mode():
-            for layer in self.layers[start:]:
-                hidden = layer(hidden, *args[1:], **kwargs)  # (B, T, C)
-        mask = self.batch["attention_mask"].unsqueeze(-1)  # (B, T, 1)
-        mask = mask.to(hidden.dtype)
-        return (hidden * mask).sum(1) / mask.sum(1)  # (B, C)
+        pooled = []
+        for batch, inputs in self.chunks:
+            args, kwargs = inputs[start]
+            hidden = args[0]  # (B, T, C): what entered layer `start`
+            with torch.inference_mode():
+                for layer in self.layers[start:]:
+                    hidden = layer(hidden, *args[1:], **kwargs)  # (B, T, C)
+            mask = batch["attention_mask"].unsqueeze(-1)  # (B, T, 1)
+            mask = mask.to(hidden.dtype)
+            pooled.append((hidden * mask).sum(1) / mask.sum(1))  # (B, C)
+        return torch.cat(pooled)[self.unsort]  # (N, C)
 
 
 def cosines(reference, changed):
