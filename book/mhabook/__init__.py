@@ -17,6 +17,7 @@ from .plotting import (
     shape_flow,
     use_chapter_style,
 )
+from .pruning import heads_removed, zero_heads_hook
 
 __all__ = [
     "PALETTE",
@@ -27,6 +28,7 @@ __all__ = [
     "attention_heatmaps",
     "grid_heatmap",
     "head_explorer",
+    "heads_removed",
     "head_dim_for",
     "load_checkpoint",
     "load_tokenizer",
@@ -35,4 +37,5 @@ __all__ = [
     "scaled_dot_product_attention",
     "shape_flow",
     "use_chapter_style",
+    "zero_heads_hook",
 ]

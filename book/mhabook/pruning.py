@@ -1,0 +1,175 @@
+"""Removing heads from a pretrained BERT, and what the heads do (section 5).
+
+Head j of a layer owns slice j of the context that enters the output
+projection W^O (section 2). Zeroing that slice removes the head: it is the
+head mask of Michel et al. (2019). `heads_removed` does it with forward
+pre-hooks on each block's W^O, so the model's code and weights stay
+untouched; it is taught in a `# @save` cell of heads_needed.ipynb.
+
+Shape letters: B batch, T tokens, C hidden size, h heads, d_k = C // h,
+L layers.
+"""
+
+from contextlib import contextmanager
+
+import torch
+import torch.nn.functional as F
+
+
+def group_by_layer(heads, num_layers, num_heads):
+    """{layer: [head, ...]} from (layer, head) pairs, after checking them."""
+    grouped = {}
+    for pair in heads:
+        layer, head = (int(i) for i in pair)
+        if not (0 <= layer < num_layers and 0 <= head < num_heads):
+            raise ValueError(
+                f"head {(layer, head)} does not exist: the model has "
+                f"layers 0-{num_layers - 1} and heads 0-{num_heads - 1}; "
+                f"pass (layer, head) pairs in those ranges"
+            )
+        grouped.setdefault(layer, set()).add(head)
+    return {layer: sorted(found) for layer, found in sorted(grouped.items())}
+
+
+def zero_heads_hook(heads, num_heads):
+    """A forward pre-hook for W^O: zero the context slices of `heads`."""
+
+    def hook(module, args):
+        (context,) = args  # (B, T, C): the heads' outputs side by side
+        B, T, C = context.shape
+        keep = torch.ones(num_heads, dtype=context.dtype)
+        keep[heads] = 0.0
+        per_head = context.view(B, T, num_heads, C // num_heads)
+        per_head = per_head * keep[:, None]  # (B, T, h, d_k)
+        return (per_head.view(B, T, C),)  # (B, T, C)
+
+    return hook
+
+
+@contextmanager
+def heads_removed(model, heads):
+    """Inside the `with` block, `model` runs without `heads`.
+
+    heads: (layer, head) pairs. Each affected block's W^O (its
+    attention.output.dense) gets a zero_heads_hook; the hooks are removed
+    when the block ends, even after an error.
+    """
+    layers = model.base_model.encoder.layer
+    num_heads = model.config.num_attention_heads
+    grouped = group_by_layer(heads, len(layers), num_heads)
+    handles = [
+        layers[i].attention.output.dense.register_forward_pre_hook(
+            zero_heads_hook(found, num_heads)
+        )
+        for i, found in grouped.items()
+    ]
+    try:
+        yield model
+    finally:
+        for handle in handles:
+            handle.remove()
+
+
+class SentenceBatch:
+    """Sentences tokenized once, with what enters each layer of the full
+    model recorded, so a change to layer l re-runs layers l..L-1 only.
+
+    Sentences of similar length share a batch, so little time goes on
+    padding. The layers' inputs are recorded with forward pre-hooks during
+    one run of the model itself: the attention mask passed on is the
+    model's own.
+    """
+
+    def __init__(self, model, tokenizer, sentences, batch_size=32):
+        if not sentences:
+            raise ValueError("no sentences: pass a non-empty list")
+        self.layers = model.base_model.encoder.layer
+        lengths = [len(ids) for ids in tokenizer(list(sentences))["input_ids"]]
+        order = sorted(range(len(sentences)), key=lengths.__getitem__)
+        self.unsort = torch.tensor(order).argsort()  # back to input order
+        self.chunks = []  # (tokenized batch, what entered each layer)
+        for first in range(0, len(order), batch_size):
+            picked = [sentences[i] for i in order[first : first + batch_size]]
+            batch = tokenizer(picked, padding=True, return_tensors="pt")
+            self.chunks.append((batch, self._record(model, batch)))
+
+    def _record(self, model, batch):
+        inputs = []
+
+        def record(module, args, kwargs):
+            inputs.append((args, kwargs))
+
+        handles = [
+            layer.register_forward_pre_hook(record, with_kwargs=True)
+            for layer in self.layers
+        ]
+        try:
+            with torch.inference_mode():
+                model(**batch)
+        finally:
+            for handle in handles:
+                handle.remove()
+        return inputs
+
+    def embeddings(self, start=0):
+        """(N, C): mean-pooled last hidden states, running the model's
+        layers from `start` on (with whatever hooks are on them)."""
+        pooled = []
+        for batch, inputs in self.chunks:
+            args, kwargs = inputs[start]
+            hidden = args[0]  # (B, T, C): what entered layer `start`
+            with torch.inference_mode():
+                for layer in self.layers[start:]:
+                    hidden = layer(hidden, *args[1:], **kwargs)  # (B, T, C)
+            mask = batch["attention_mask"].unsqueeze(-1)  # (B, T, 1)
+            mask = mask.to(hidden.dtype)
+            pooled.append((hidden * mask).sum(1) / mask.sum(1))  # (B, C)
+        return torch.cat(pooled)[self.unsort]  # (N, C)
+
+
+def cosines(reference, changed):
+    """(N,): each row's cosine similarity with its reference row."""
+    return F.cosine_similarity(reference, changed, dim=-1)
+
+
+def paraphrase_score(sentences, paraphrases, partners):
+    """Share of rows whose sentence embedding is closer (cosine) to its
+    paraphrase's than to its unrelated partner's; each argument is (N, C)."""
+    return (
+        (cosines(sentences, paraphrases) > cosines(sentences, partners))
+        .float()
+        .mean()
+        .item()
+    )
+
+
+def attention_shares(attention, input_ids, attention_mask, special_ids):
+    """Three named behaviours of every head, averaged over real tokens.
+
+    attention: (L, B, h, T, T) weights of a padded batch. Returns a dict of
+    (L, h) tensors: the share of a token's attention that goes to special
+    tokens ([CLS], [SEP]), to the previous token, and to itself.
+    """
+    B, T = input_ids.shape
+    real = attention_mask.bool()  # (B, T)
+    special = torch.isin(input_ids, torch.as_tensor(special_ids))  # (B, T)
+    previous = torch.eye(T, dtype=torch.bool).roll(-1, dims=1)  # (T, T)
+    previous[0, -1] = False  # the first token has no previous token
+    targets = {
+        "special": special[:, None, :].expand(B, T, T),  # (B, T, T)
+        "previous": previous.expand(B, T, T),
+        "self": torch.eye(T, dtype=torch.bool).expand(B, T, T),
+    }
+    count = real.sum()
+    shares = {}
+    for name, target in targets.items():
+        per_query = (attention * target[None, :, None]).sum(-1)  # (L, B, h, T)
+        per_query = per_query * real[None, :, None, :]  # real queries only
+        shares[name] = per_query.sum((1, 3)) / count  # (L, h)
+    return shares
+
+
+def rank_correlation(a, b):
+    """Spearman's rank correlation of two same-shape tensors (no ties)."""
+    ranks = [x.flatten().argsort().argsort().double() for x in (a, b)]
+    return torch.corrcoef(torch.stack(ranks))[0, 1].item()

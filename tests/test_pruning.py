@@ -1,0 +1,139 @@
+import copy
+
+import pytest
+import torch
+
+from mhabook.embedding import load_lines, sentence_embeddings
+from mhabook.pruning import (
+    SentenceBatch,
+    attention_shares,
+    group_by_layer,
+    heads_removed,
+    paraphrase_score,
+    rank_correlation,
+)
+from tiny import tiny_bert, tiny_tokenizer
+
+PAIR = ["time flies", "fruit flies time arrow fruit", "arrow"]
+
+
+def run(model, text=PAIR):
+    batch = tiny_tokenizer()(text, padding=True, return_tensors="pt")
+    with torch.inference_mode():
+        return model(**batch).last_hidden_state  # (B, T, C)
+
+
+def test_removing_no_head_changes_nothing():
+    model = tiny_bert()
+    before = run(model)
+    with heads_removed(model, []):
+        assert torch.equal(run(model), before)
+
+
+def test_removing_a_head_equals_zeroing_its_value_projection_and_bias():
+    model = tiny_bert(num_attention_heads=4, hidden_size=16)
+    d_k = 4
+    for layer, head in [(0, 0), (1, 2)]:
+        twin = copy.deepcopy(model)
+        value = twin.encoder.layer[layer].attention.self.value
+        with torch.no_grad():
+            value.weight[head * d_k : (head + 1) * d_k] = 0.0
+            value.bias[head * d_k : (head + 1) * d_k] = 0.0
+        with heads_removed(model, [(layer, head)]):
+            hooked = run(model)
+        assert torch.allclose(hooked, run(twin), atol=1e-5)
+        assert not torch.allclose(hooked, run(model), atol=1e-4)
+
+
+def test_removing_all_heads_of_a_layer_leaves_only_the_output_bias():
+    model = tiny_bert()
+    dense = model.encoder.layer[1].attention.output.dense
+    with torch.no_grad():
+        dense.bias.normal_()  # BERT starts its biases at zero
+    seen = []
+    handle = dense.register_forward_hook(lambda m, i, out: seen.append(out))
+    with heads_removed(model, [(1, 0), (1, 1)]):
+        run(model)
+    handle.remove()
+    (out,) = seen  # (B, T, C)
+    assert torch.equal(out, dense.bias.expand_as(out))
+
+
+def test_heads_are_put_back_after_the_block_even_after_an_error():
+    model = tiny_bert()
+    before = run(model)
+    with pytest.raises(RuntimeError, match="inside"):
+        with heads_removed(model, [(0, 0), (1, 1)]):
+            assert not torch.allclose(run(model), before, atol=1e-4)
+            raise RuntimeError("inside")
+    assert torch.equal(run(model), before)
+    for layer in model.encoder.layer:
+        assert not layer.attention.output.dense._forward_pre_hooks
+
+
+def test_a_head_that_does_not_exist_is_refused_with_the_ranges():
+    with pytest.raises(ValueError, match=r"layers 0-1 and heads 0-1"):
+        group_by_layer([(0, 0), (2, 0)], num_layers=2, num_heads=2)
+    with pytest.raises(ValueError, match=r"head \(0, -1\)"):
+        group_by_layer([(0, -1)], num_layers=2, num_heads=2)
+    assert group_by_layer([(1, 1), (0, 1), (1, 0), (1, 1)], 2, 2) == {
+        0: [1],
+        1: [0, 1],
+    }
+
+
+def test_the_layer_cache_gives_the_model_output_from_any_layer():
+    model, tokenizer = tiny_bert(), tiny_tokenizer()
+    text = PAIR + ["fruit", "time flies time flies", "arrow time"]
+    batch = SentenceBatch(model, tokenizer, text, batch_size=2)
+    expected = sentence_embeddings(model, tokenizer, text)  # (N, C)
+    for start in range(2):
+        assert torch.allclose(batch.embeddings(start), expected, atol=1e-5)
+    with heads_removed(model, [(1, 0)]):
+        hooked = sentence_embeddings(model, tokenizer, text)
+        cached = batch.embeddings(start=1)
+    assert torch.allclose(cached, hooked, atol=1e-5)
+    assert not torch.allclose(cached, expected, atol=1e-3)
+    with pytest.raises(ValueError, match="non-empty"):
+        SentenceBatch(model, tokenizer, [])
+
+
+def test_paraphrase_score_counts_rows_closer_to_the_paraphrase():
+    sentence = torch.tensor([[1.0, 0.0], [1.0, 0.0], [0.0, 1.0]])
+    paraphrase = torch.tensor([[1.0, 0.1], [0.0, 1.0], [0.1, 1.0]])
+    partner = torch.tensor([[0.0, 1.0], [1.0, 0.2], [1.0, 0.0]])
+    assert paraphrase_score(sentence, paraphrase, partner) == pytest.approx(
+        2 / 3
+    )
+
+
+def test_attention_shares_name_what_a_head_attends_to():
+    # [CLS] a b [SEP] [PAD]: head 0 looks back one token, head 1 at itself,
+    # head 2 at [SEP]; the padding query is left out of the average.
+    ids = torch.tensor([[2, 5, 6, 3, 0]])
+    mask = torch.tensor([[1, 1, 1, 1, 0]])
+    T = 5
+    back = torch.zeros(T, T)
+    back[0, 0] = 1.0  # [CLS] has no previous token: it looks at itself
+    for i in range(1, T):
+        back[i, i - 1] = 1.0
+    to_sep = torch.zeros(T, T)
+    to_sep[:, 3] = 1.0
+    heads = torch.stack([back, torch.eye(T), to_sep])  # (h, T, T)
+    shares = attention_shares(heads[None, None], ids, mask, [2, 3])
+    assert torch.allclose(shares["previous"][0], torch.tensor([0.75, 0, 0]))
+    assert torch.allclose(shares["self"][0], torch.tensor([0.25, 1, 0.25]))
+    assert torch.allclose(shares["special"][0], torch.tensor([0.5, 0.5, 1]))
+
+
+def test_rank_correlation():
+    a = torch.tensor([0.1, 0.5, 0.3, 0.9])
+    assert rank_correlation(a, a * 10 + 1) == pytest.approx(1.0)
+    assert rank_correlation(a, -a) == pytest.approx(-1.0)
+
+
+def test_the_paraphrase_set_has_40_rows_of_three_distinct_sentences():
+    rows = [line.split("\t") for line in load_lines("paraphrases.tsv")]
+    assert len(rows) == 40
+    assert all(len(row) == 3 and len(set(row)) == 3 for row in rows)
+    assert len({row[0] for row in rows}) == 40
