@@ -130,7 +130,10 @@ def resolve(name=None):
         return PREFERRED, PREFERRED, "Hugging Face cache"
     if hub_reachable():
         return PREFERRED, PREFERRED, "Hugging Face hub"
-    print(f"Using the bundled {BUNDLED}; {HOW_TO_GET_PREFERRED}.")
+    print(
+        f"Loaded {BUNDLED}, installed with the book; bert-base-uncased is "
+        f"used instead when it is available ({HOW_TO_GET_PREFERRED})."
+    )
     return (
         bundled_path(),
         BUNDLED,
