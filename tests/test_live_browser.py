@@ -97,7 +97,7 @@ def test_every_layer_is_in_the_explorer_and_in_bertviz(lab, bert):
     page.wait_for_timeout(200)
     assert bertviz.locator("svg").inner_html() != before
     explorer = page.locator(".mha-live-explorer .mha-explorer")
-    page.get_by_label("Layer in the explorer").select_option("2")
+    page.get_by_label("Head explorer of layer").select_option("2")
     assert "Layer 2 of" in explorer.get_attribute("aria-label")
     table = page.locator(".mha-live-table")
     assert table.locator("tr").count() == num_layers + 1

@@ -107,7 +107,6 @@ def copy_live_lab(target):
     target.mkdir(parents=True, exist_ok=True)
     for name, source in live.site_files(live.exported()).items():
         shutil.copyfile(source, target / name)
-    shutil.copyfile(live.HERE / "explorer.js", target / "explorer.js")
     # BertViz's template, its CDN addresses pointed at our copies:
     # live.js replaces MHA_BUNDLED with the address of _static/bundled.
     head_view = (Path(bertviz.__file__).parent / "head_view.js").read_text()

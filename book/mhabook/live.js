@@ -1,14 +1,15 @@
 /* The live lab: the bundled BERT runs in this page (onnxruntime-web, one
  * WebAssembly thread), on any sentence pair the reader types.
  *
- * Python (mhabook/live.py) replaces LIVE_PARAMS with JSON:
- *   {id, folder, model, wasm, runtime, vocab, download_bytes, name,
+ * The page loads wordpiece.js, then this file, after the lab's element,
+ * which mhabook/live.py writes as <div class="mha-live" data-params=JSON>:
+ *   {folder, model, wasm, runtime, vocab, download_bytes, name,
  *    num_layers, num_heads, max_tokens, colours, text_a, text_b, layer}
- * Nothing is downloaded until the reader presses the button. The head
- * explorer (explorer.js) and BertViz's head view (head_view.js) are the
- * same templates Python fills; here they read their parameters from
- * window.mhaLive instead of pasted JSON. Every text from the reader goes
- * into the page through textContent.
+ * (one lab per page). Nothing is downloaded until the reader presses the
+ * button. The head explorer (explorer.js) and BertViz's head view
+ * (head_view.js) are the same templates Python fills; here they read their
+ * parameters from window.mhaLive instead of pasted JSON. Every text from
+ * the reader goes into the page through textContent.
  *
  * Page API (used by the tests and the benchmark), on window.mhaLive:
  *   load()            -> Promise: download and start the model (what the
@@ -26,11 +27,11 @@
  */
 (function () {
   "use strict";
-  const params = LIVE_PARAMS;
-  const root = document.getElementById(params.id);
+  const root = document.querySelector(".mha-live[data-params]");
   if (!root || root.dataset.ready) {
     return;
   }
+  const params = JSON.parse(root.dataset.params);
   root.dataset.ready = "true";
   root.textContent = "";
 
@@ -96,15 +97,16 @@
   form.append(
     labelled("Sentence A", inputA),
     labelled("Sentence B (optional)", inputB),
-    labelled("Layer in the explorer", layerMenu),
   );
   const explorerSlot = element("div", "mha-live-explorer");
   const bertvizSlot = element("div", "mha-live-bertviz");
   const summarySlot = element("div", "mha-live-summary");
   const views = element("div", "mha-live-views");
   views.hidden = true;
+  const explorerHeading = element("label", "mha-live-heading");
+  explorerHeading.append("Head explorer of layer ", layerMenu);
   views.append(
-    element("p", "mha-live-heading", "Head explorer (one layer)"),
+    explorerHeading,
     explorerSlot,
     element("p", "mha-live-heading",
       "BertViz head view (every layer: use its Layer menu)"),
@@ -297,7 +299,7 @@
     value.id = value.root_div_id = id;
     api[name + "Params"] = { [id]: value };
     const script = document.createElement("script");
-    script.textContent = template.replace(marker,
+    script.textContent = template.replaceAll(marker,
       "window.mhaLive." + name + "Params[" + JSON.stringify(id) + "]");
     return [id, script];
   }

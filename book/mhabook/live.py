@@ -21,9 +21,9 @@ import logging
 import os
 import shutil
 import tempfile
-import uuid
 import warnings
 from dataclasses import dataclass
+from html import escape
 from pathlib import Path
 
 import torch
@@ -31,7 +31,7 @@ from IPython.display import HTML
 from torch import nn
 
 from .checkpoint import BUNDLED, bundled_path, quiet_hub
-from .explorer import HEAD_COLOURS, safe_json
+from .explorer import HEAD_COLOURS
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
@@ -49,6 +49,10 @@ EXPORT_VERSION = 1
 # Browser attention may differ from PyTorch's by at most this much.
 TOLERANCE = 2e-3
 HALF_MIN_ELEMENTS = 1024  # smaller weights (biases, norms) stay float32
+# The lab's own styles and scripts, served from SITE_FOLDER, which the
+# page loads (the explorer's template is fetched with the model).
+PAGE_CSS = ["explorer.css", "live.css"]
+PAGE_JS = ["wordpiece.js", "live.js"]
 
 
 @dataclass(frozen=True)
@@ -239,6 +243,8 @@ def site_files(live):
     files = {"bert.onnx": live.model, "vocab.txt": live.vocab}
     for name in ORT_FILES:
         files[name] = ORT_DIST / name
+    for name in [*PAGE_CSS, *PAGE_JS, "explorer.js"]:
+        files[name] = HERE / name
     missing = [str(p) for p in files.values() if not Path(p).exists()]
     if missing:
         raise FileNotFoundError(
@@ -259,12 +265,11 @@ def download_bytes(live):
 def live_lab(live, text_a, text_b="", layer=0):
     """The live lab's HTML: inputs, a download button, then the views.
 
-    Nothing heavy is fetched until the reader presses the button; the
-    page itself carries only live.js, wordpiece.js and these parameters.
+    Nothing heavy is fetched until the reader presses the button. The page
+    carries only this element and its parameters; wordpiece.js and live.js
+    are served from SITE_FOLDER, as the model is (pages sit in book/).
     """
-    element_id = f"mha-live-{uuid.uuid4().hex}"
     params = {
-        "id": element_id,
         "folder": SITE_FOLDER,
         "model": "bert.onnx",
         "wasm": ORT_FILES[1],
@@ -280,15 +285,16 @@ def live_lab(live, text_a, text_b="", layer=0):
         "layer": layer,
         "colours": HEAD_COLOURS,
     }
-    scripts = "\n".join(
-        (HERE / name).read_text() for name in ("wordpiece.js", "live.js")
+    folder = f"../{SITE_FOLDER}"
+    links = "".join(
+        f'<link rel="stylesheet" href="{folder}/{name}">' for name in PAGE_CSS
     )
-    scripts = scripts.replace("LIVE_PARAMS", safe_json(params))
-    style = "".join(
-        (HERE / name).read_text() for name in ("explorer.css", "live.css")
+    scripts = "".join(
+        f'<script src="{folder}/{name}"></script>' for name in PAGE_JS
     )
     return HTML(
-        f'<div id="{element_id}" class="mha-live">'
-        f"<noscript>The live lab needs JavaScript.</noscript></div>\n"
-        f"<style>{style}</style>\n<script>{scripts}</script>"
+        f'<div class="mha-live" data-params="{escape(json.dumps(params))}">'
+        f"<p>The live lab runs in the built book's page, served over http. "
+        f"In a running notebook, use the panel of the section above."
+        f"</p></div>\n{links}\n{scripts}"
     )
