@@ -148,9 +148,22 @@ def test_bertviz_can_carry_every_layer():
     html = head_view_html(
         attention, tokens, 4, layer=1, heads=[0], all_layers=True
     ).data
-    found = re.search(r"const params = (\{.*?\}); //", html, re.DOTALL)
+    found = re.search(r"mhaCutFilters\((\{.*?\}), 4\); //", html, re.DOTALL)
     data = json.loads(found.group(1).replace("<\\/", "</"))
     assert data["include_layers"] == [0, 1, 2] and data["layer"] == 1
     weights = data["attention"][0]["attn"]
     assert len(weights) == 3
     assert all(len(str(w)) <= 5 for layer in weights for w in layer[0][0])
+
+
+def test_every_layer_keeps_the_sentence_filters_in_half_the_bytes():
+    torch.manual_seed(0)
+    attention = torch.softmax(torch.randn(3, 2, 6, 6), -1)
+    tokens = ["[CLS]", "time", "flies", "[SEP]", "fruit", "[SEP]"]
+    one = head_view_html(attention, tokens, 4, layer=1, heads=[0]).data
+    every = head_view_html(
+        attention, tokens, 4, layer=1, heads=[0], all_layers=True
+    ).data
+    assert one.count("<option") == every.count("<option") == 5
+    assert "mhaCutFilters({" in every
+    assert len(every) < 3 * len(one)

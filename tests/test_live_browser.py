@@ -240,3 +240,56 @@ def test_the_page_tokenizes_pairs_as_python(tokenizer_page):
         assert encoded["token_type_ids"] == expected["token_type_ids"]
         tokens = tokenizer.convert_ids_to_tokens(expected["input_ids"])
         assert encoded["tokens"] == tokens
+
+
+@pytest.fixture
+def all_layers_page(site):  # noqa: F811
+    """A page with BertViz's head view of every layer of a random pair,
+    its CDN addresses rewritten as the book build does."""
+    import sys
+
+    from chapter import ROOT
+    from mhabook.bertviz_view import head_view_html
+
+    sys.path.insert(0, str(ROOT / "book" / "_ext"))
+    from page_assets import CDN_REWRITES
+
+    _, html_dir = site
+    tokens = ["[CLS]", "time", "flies", "[SEP]", "fruit", "[SEP]"]
+    torch.manual_seed(0)
+    weights = torch.softmax(torch.randn(3, 2, 6, 6), -1)
+    view = head_view_html(
+        weights, tokens, 4, layer=1, heads=[0], all_layers=True
+    ).data
+    for url, local in CDN_REWRITES.items():
+        view = view.replace(url, f"../_static/bundled/{local}")
+    folder = html_dir / "all-layers"
+    folder.mkdir(exist_ok=True)
+    (folder / "index.html").write_text(
+        f"<!DOCTYPE html><html><head><meta charset='utf-8'></head><body>"
+        f"{view}</body></html>"
+    )
+    return "all-layers/index.html"
+
+
+def test_the_head_view_of_every_layer_has_working_menus(
+    visit,  # noqa: F811
+    all_layers_page,
+):
+    page, problems = visit(all_layers_page)
+    svg = page.locator("[id^=bertviz] svg")
+    svg.locator("text").first.wait_for()
+    menu = page.locator("[id^=bertviz] #layer")
+    assert menu.locator("option").all_text_contents() == ["0", "1", "2"]
+    assert menu.input_value() == "1"
+    before = svg.inner_html()
+    menu.select_option("2")
+    page.wait_for_timeout(200)
+    assert svg.inner_html() != before
+    page.locator("[id^=bertviz] #filter").select_option(
+        label="Sentence A -> Sentence B"
+    )
+    page.wait_for_timeout(200)
+    labels = svg.locator("text").all_text_contents()
+    assert labels == ["[CLS]", "time", "flies", "[SEP]", "fruit", "[SEP]"]
+    assert problems["errors"] == [] and problems["external"] == []
