@@ -297,7 +297,13 @@
   function inject(template, marker, name, value) {
     const id = "mha-live-" + name + "-" + (++serial);
     value.id = value.root_div_id = id;
-    api[name + "Params"] = { [id]: value };
+    // BertViz draws once require.js has loaded its libraries, maybe after
+    // the next edit: keep the last few views' parameters, not all.
+    const store = api[name + "Params"];
+    store[id] = value;
+    for (const old of Object.keys(store).slice(0, -3)) {
+      delete store[old];
+    }
     const script = document.createElement("script");
     script.textContent = template.replaceAll(marker,
       "window.mhaLive." + name + "Params[" + JSON.stringify(id) + "]");
