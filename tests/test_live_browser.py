@@ -114,6 +114,7 @@ def test_every_layer_is_in_the_explorer_and_in_bertviz(lab, bert):
 
 def test_bad_input_shows_a_message(lab):
     page, problems = lab
+    page.get_by_label("Sentence B (optional)").fill("")
     page.get_by_label("Sentence A").fill("   ")
     page.wait_for_function(
         "() => document.querySelector('.mha-live-status')"
@@ -127,9 +128,11 @@ def test_bad_input_shows_a_message(lab):
     assert "at most 512" in status(page)
     page.get_by_label("Sentence A").fill(EVIL)
     page.wait_for_function(
-        "() => window.mhaLive.shown.tokens.includes('onerror')"
+        "() => window.mhaLive.shown.tokens.includes('alert')"
     )
     page.wait_for_timeout(300)
+    explorer = page.locator(".mha-live-explorer .mha-token")
+    assert "script" in explorer.all_text_contents()
     assert page.locator(".mha-live img").count() == 0
     assert problems["dialogs"] == []
     rejected = page.evaluate(
