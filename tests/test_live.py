@@ -1,0 +1,169 @@
+"""The live lab's Python side: the ONNX export, its cache, the lab's HTML,
+and BertViz's view of every layer. On a tiny random BERT, offline."""
+
+import json
+import re
+
+import numpy as np
+import pytest
+import torch
+
+from mhabook import live
+from mhabook.bertviz_view import head_view_html
+from tiny import WORDS, tiny_bert, tiny_tokenizer
+
+# The exporter (torch.onnx, onnxscript) warns about its own internals.
+pytestmark = pytest.mark.filterwarnings(
+    "ignore::DeprecationWarning", "ignore::FutureWarning"
+)
+
+
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory):
+    """A tiny BERT saved as a checkpoint folder, with its vocabulary."""
+    folder = tmp_path_factory.mktemp("tiny-bert")
+    tiny_bert(max_position_embeddings=32).save_pretrained(folder)
+    tiny_tokenizer().save_pretrained(folder)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def exported(checkpoint, tmp_path_factory):
+    return live.exported(tmp_path_factory.mktemp("cache"), checkpoint)
+
+
+def encode(tokenizer, a, b=None):
+    inputs = tokenizer(a, b, return_tensors="pt")
+    return {k: v for k, v in inputs.items()}
+
+
+@pytest.mark.parametrize(
+    "a, b", [("time flies", None), ("time flies fruit flies", "arrow " * 9)]
+)
+def test_the_export_matches_pytorch_at_any_length(exported, checkpoint, a, b):
+    tokenizer, model = live.load_bert(checkpoint)
+    inputs = encode(tokenizer, a, b)
+    with torch.no_grad():
+        outputs = model(**inputs, output_attentions=True)
+    expected = torch.stack(outputs.attentions)  # (L, 1, h, T, T)
+    got = live.onnx_attention(exported, inputs)
+    assert got.shape == expected[:, 0].shape  # (L, h, T, T)
+    assert (got - expected[:, 0]).abs().max() < live.TOLERANCE
+
+
+def test_the_export_keeps_a_batch(exported, checkpoint):
+    import onnxruntime
+
+    tokenizer, model = live.load_bert(checkpoint)
+    inputs = tokenizer(["time flies", "fruit"], padding=True)
+    session = onnxruntime.InferenceSession(str(exported.model))
+    feed = {k: np.array(v, dtype=np.int64) for k, v in inputs.items()}
+    (attentions,) = session.run(None, feed)
+    assert attentions.shape == (2, 2, 2, 4, 4)  # (B, L, h, T, T)
+
+
+def test_big_weights_are_stored_in_half_and_small_ones_not(
+    exported, checkpoint, tmp_path
+):
+    import onnx
+
+    proto = onnx.load(str(exported.model))
+    halved = live.store_weights_in_half(proto, min_elements=64)
+    types = {w.name: w.data_type for w in proto.graph.initializer}
+    half = [n for n, t in types.items() if t == onnx.TensorProto.FLOAT16]
+    assert len(half) == halved > 0
+    assert any("word_embeddings" in n for n in half)  # 9 x 8
+    assert onnx.TensorProto.FLOAT in types.values()  # biases, norms
+    casts = [n for n in proto.graph.node if n.op_type == "Cast"]
+    assert {n.input[0] for n in casts} >= set(half)
+    onnx.checker.check_model(proto)
+    onnx.save_model(proto, str(tmp_path / "half.onnx"))
+    tokenizer, model = live.load_bert(checkpoint)
+    inputs = encode(tokenizer, "time flies", "fruit flies")
+    with torch.no_grad():
+        outputs = model(**inputs, output_attentions=True)
+    expected = torch.stack(outputs.attentions)[:, 0]  # (L, h, T, T)
+    in_half = live.LiveModel(
+        **{**vars(exported), "model": tmp_path / "half.onnx"}
+    )
+    distance = (live.onnx_attention(in_half, inputs) - expected).abs().max()
+    assert 0 < distance < live.TOLERANCE
+
+
+def test_the_export_is_cached_per_checkpoint(checkpoint, exported, tmp_path):
+    again = live.exported(exported.model.parent.parent, checkpoint)
+    assert again == exported
+    assert exported.model.stat().st_mtime == again.model.stat().st_mtime
+    assert exported.vocab.read_text().split("\n")[: len(WORDS)] == WORDS
+    assert (exported.num_layers, exported.num_heads) == (2, 2)
+    assert exported.max_tokens == 32
+    copy = tmp_path / "changed"
+    copy.mkdir()
+    for file in checkpoint.iterdir():
+        (copy / file.name).write_bytes(file.read_bytes())
+    config = json.loads((copy / "config.json").read_text())
+    config["layer_norm_eps"] = 1e-6
+    (copy / "config.json").write_text(json.dumps(config))
+    assert live.checkpoint_key(copy) != live.checkpoint_key(checkpoint)
+
+
+def test_missing_runtime_files_name_the_fix(exported, monkeypatch, tmp_path):
+    monkeypatch.setattr(live, "ORT_DIST", tmp_path)
+    with pytest.raises(FileNotFoundError, match="make book"):
+        live.site_files(exported)
+
+
+EVIL = "</script><img src=x onerror=alert(1)>\"'&"
+
+
+def test_the_lab_page_carries_no_model_and_cannot_be_broken(exported):
+    from html.parser import HTMLParser
+
+    html = live.live_lab(exported, EVIL, "fruit").data
+    found = {}
+
+    class Lab(HTMLParser):
+        def handle_starttag(self, tag, attrs):
+            attrs = dict(attrs)
+            if "data-params" in attrs:
+                found["params"] = json.loads(attrs["data-params"])
+            if tag in ("img", "script"):
+                found.setdefault(tag, []).append(attrs.get("src"))
+
+    Lab().feed(html)
+    assert found["params"]["text_a"] == EVIL
+    assert "img" not in found
+    assert found["script"] == [
+        "../_static/live/wordpiece.js",
+        "../_static/live/live.js",
+    ]
+    assert found["params"]["download_bytes"] > exported.model.stat().st_size
+    assert len(html.encode()) < 2_000
+
+
+def test_bertviz_can_carry_every_layer():
+    torch.manual_seed(0)
+    attention = torch.softmax(torch.randn(3, 2, 6, 6), -1)
+    tokens = ["[CLS]", "time", "flies", "[SEP]", "fruit", "[SEP]"]
+    html = head_view_html(
+        attention, tokens, 4, layer=1, heads=[0], all_layers=True
+    ).data
+    found = re.search(r"mhaCutFilters\((\{.*?\}), 4\); //", html, re.DOTALL)
+    data = json.loads(found.group(1).replace("<\\/", "</"))
+    assert data["include_layers"] == [0, 1, 2] and data["layer"] == 1
+    weights = data["attention"][0]["attn"]
+    assert len(weights) == 3
+    assert all(len(str(w)) <= 5 for layer in weights for w in layer[0][0])
+
+
+def test_every_layer_keeps_the_sentence_filters_in_half_the_bytes():
+    torch.manual_seed(0)
+    attention = torch.softmax(torch.randn(3, 2, 6, 6), -1)
+    tokens = ["[CLS]", "time", "flies", "[SEP]", "fruit", "[SEP]"]
+    one = head_view_html(attention, tokens, 4, layer=1, heads=[0]).data
+    every = head_view_html(
+        attention, tokens, 4, layer=1, heads=[0], all_layers=True
+    ).data
+    assert one.count("<option value=") == every.count("<option value=") == 5
+    assert "mhaCutFilters({" in every
+    assert len(every) < 3 * len(one)
