@@ -90,3 +90,27 @@ def pytest_collection_modifyitems(config, items):
 @pytest.fixture
 def git_status_at_start(request):
     return request.config.stash[GIT_STATUS], _git_status
+
+
+@pytest.fixture(scope="session")
+def site(built_book):
+    """The built site, served on 127.0.0.1: (base URL, html folder)."""
+    from browsing import serve
+
+    html = built_book / "html"
+    with serve(html) as base:
+        yield base, html
+
+
+@pytest.fixture(scope="session")
+def browser():
+    """Debian's Chromium, one for the whole session: Playwright's sync API
+    runs one instance at a time, so every browser test shares it."""
+    from playwright.sync_api import sync_playwright
+
+    from browsing import launch
+
+    with sync_playwright() as playwright:
+        browser = launch(playwright)
+        yield browser
+        browser.close()

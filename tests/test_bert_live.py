@@ -2,11 +2,8 @@
 tokenizer and PyTorch, its messages, and what it downloads (nothing off
 localhost; nothing of the model before the button).
 
-Playwright's sync API runs one instance at a time, and test_browser.py holds
-its browser for the whole session: this module opens and closes its own
-first (pytest runs test files in name order; this name sorts before
-test_browser.py). Moving `browser` and `site` to conftest.py would let both
-share one.
+The browser and the served site are conftest.py's, shared with
+test_browser.py.
 """
 
 import random
@@ -17,30 +14,12 @@ import torch
 from chapter import BOOK
 from mhabook import live
 from mhabook.checkpoint import bundled_path
-from test_browser import CHROMIUM_ARGS, site, visit  # noqa: F401
+from test_browser import visit  # noqa: F401
 
 LAB = "book/labs.html"
 BUTTON = "Download the model"
 HEAVY = ("bert.onnx", ".wasm", ".mjs", "vocab.txt", "head_view.js")
 EVIL = "</script><img src=x onerror=alert(1)>\"'&amp;"
-
-
-@pytest.fixture(scope="module")
-def browser():
-    """Debian's Chromium for this module only (see the docstring)."""
-    import shutil
-
-    from playwright.sync_api import sync_playwright
-
-    executable = shutil.which("chromium")
-    if executable is None:
-        pytest.fail("Chromium is missing: apt-get install -y chromium")
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=executable, args=CHROMIUM_ARGS
-        )
-        yield browser
-        browser.close()
 
 
 @pytest.fixture(scope="module")

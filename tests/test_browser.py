@@ -10,14 +10,11 @@ saved in _build/screenshots/ for review.
 import sys
 
 import pytest
-from playwright.sync_api import sync_playwright
 
 from browsing import (
     audit,
     budget,
-    launch,
     record_fetches,
-    serve,
     settle,
     weigh,
 )
@@ -36,21 +33,6 @@ THEME_EXCEPTIONS = [
     # the theme's script switches the icons, so no static name fits all.
     ("label-content-name-mismatch", "button.theme-switch-button"),
 ]
-
-
-@pytest.fixture(scope="session")
-def site(built_book):
-    html = built_book / "html"
-    with serve(html) as base:
-        yield base, html
-
-
-@pytest.fixture(scope="session")
-def browser():
-    with sync_playwright() as playwright:
-        browser = launch(playwright)
-        yield browser
-        browser.close()
 
 
 def open_page(browser, base, path, viewport=None):

@@ -62,6 +62,11 @@ def test_a_page_showing_a_widget_gets_the_widget_manager():
     assert kept(body) == [s.filename for s in THEME + WIDGETS]
 
 
+def test_the_live_lab_gets_require_js_but_not_the_widget_manager():
+    body = '<div class="mha-live" data-params="{}"></div>'
+    assert kept(body) == [s.filename for s in THEME + WIDGETS[:2]]
+
+
 def test_bibliography_entries_are_list_items():
     context = {
         "body": '<div role="list" class="citation-list">'

@@ -78,14 +78,18 @@ def rewrite_cdn_urls(app, pagename, templatename, context, doctree):
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 WIDGET_SCRIPTS = ("bundled/require", "bundled/npm/@jupyter-widgets/")
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
+# The live lab (mhabook/live.py) draws BertViz's view, which needs require.js.
+LIVE_VIEW = '<div class="mha-live"'
 
 
 def drop_unused_scripts(app, pagename, templatename, context, doctree):
     """MathJax only on pages with math, the widget manager only on pages
-    with a widget view. Runs after Sphinx and myst-nb add them."""
+    with a widget view, require.js also on the page with the live lab.
+    Runs after Sphinx and myst-nb add them."""
     body = context.get("body") or ""
     has_math = 'class="math' in body
     has_widget = WIDGET_VIEW in body
+    has_live = LIVE_VIEW in body
     mathjax = app.config.mathjax_path
 
     def needed(script):
@@ -93,6 +97,8 @@ def drop_unused_scripts(app, pagename, templatename, context, doctree):
         name = str(script.filename or "").removeprefix("_static/")
         if name == mathjax:
             return has_math
+        if name.startswith("bundled/require"):
+            return has_widget or has_live
         if name.startswith(WIDGET_SCRIPTS) or (
             script.attributes.get("type") == WIDGET_STATE
         ):
