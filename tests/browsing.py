@@ -138,3 +138,23 @@ def audit(page, exceptions=()):
         }""",
         [WCAG_TAGS, [list(e) for e in exceptions]],
     )
+
+
+def harness_page(html_dir, name, body):
+    """Write `body` as the page <html_dir>/<name>/index.html, with
+    BertViz's CDN addresses rewritten as the book build does; returns its
+    path relative to the site."""
+    import sys
+
+    sys.path.insert(0, str(BOOK / "_ext"))
+    from page_assets import CDN_REWRITES
+
+    for url, local in CDN_REWRITES.items():
+        body = body.replace(url, f"../_static/bundled/{local}")
+    folder = html_dir / name
+    folder.mkdir(exist_ok=True)
+    (folder / "index.html").write_text(
+        "<!DOCTYPE html><html><head><meta charset='utf-8'></head><body>"
+        f"{body}</body></html>"
+    )
+    return f"{name}/index.html"

@@ -261,13 +261,8 @@ def test_the_page_tokenizes_pairs_as_python(tokenizer_page):
 def all_layers_page(site):  # noqa: F811
     """A page with BertViz's head view of every layer of a random pair,
     its CDN addresses rewritten as the book build does."""
-    import sys
-
-    from chapter import ROOT
+    from browsing import harness_page
     from mhabook.bertviz_view import head_view_html
-
-    sys.path.insert(0, str(ROOT / "book" / "_ext"))
-    from page_assets import CDN_REWRITES
 
     _, html_dir = site
     tokens = ["[CLS]", "time", "flies", "[SEP]", "fruit", "[SEP]"]
@@ -276,15 +271,7 @@ def all_layers_page(site):  # noqa: F811
     view = head_view_html(
         weights, tokens, 4, layer=1, heads=[0], all_layers=True
     ).data
-    for url, local in CDN_REWRITES.items():
-        view = view.replace(url, f"../_static/bundled/{local}")
-    folder = html_dir / "all-layers"
-    folder.mkdir(exist_ok=True)
-    (folder / "index.html").write_text(
-        f"<!DOCTYPE html><html><head><meta charset='utf-8'></head><body>"
-        f"{view}</body></html>"
-    )
-    return "all-layers/index.html"
+    return harness_page(html_dir, "all-layers", view)
 
 
 def test_the_head_view_of_every_layer_has_working_menus(

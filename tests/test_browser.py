@@ -7,13 +7,13 @@ phone's width. Screenshots of each page, at 1280 px and at 390 px, are
 saved in _build/screenshots/ for review.
 """
 
-import sys
 
 import pytest
 
 from browsing import (
     audit,
     budget,
+    harness_page,
     record_fetches,
     settle,
     weigh,
@@ -239,9 +239,6 @@ def escaping_page(site):
     with BertViz's CDN addresses rewritten as the book build does."""
     import torch
 
-    sys.path.insert(0, str(ROOT / "book" / "_ext"))
-    from page_assets import CDN_REWRITES
-
     _, html_dir = site
     tokens = ["[CLS]", "fish", EVIL, "[SEP]", "chips", "[SEP]"]
     weights = torch.softmax(torch.randn(2, 6, 6), -1)
@@ -249,15 +246,7 @@ def escaping_page(site):
         tokens, weights, ["a", EVIL], query=2, html_action="return"
     ).data
     view = head_view_html(weights[None], tokens, 4, layer=0, heads=[0]).data
-    for url, local in CDN_REWRITES.items():
-        view = view.replace(url, f"../_static/bundled/{local}")
-    folder = html_dir / "escaping"
-    folder.mkdir(exist_ok=True)
-    (folder / "index.html").write_text(
-        f"<!DOCTYPE html><html><head><meta charset='utf-8'></head><body>"
-        f"{explorer}{view}</body></html>"
-    )
-    return "escaping/index.html"
+    return harness_page(html_dir, "escaping", explorer + view)
 
 
 def test_hostile_text_renders_as_text(visit, escaping_page):
