@@ -99,6 +99,7 @@ def test_typed_pairs_match_python_and_pytorch(lab, bert, a, b):
 def test_every_layer_is_in_the_explorer_and_in_bertviz(lab, bert):
     page, problems = lab
     num_layers = bert[1].config.num_hidden_layers
+    page.locator(".mha-live-bertviz").scroll_into_view_if_needed()
     bertviz = page.locator(".mha-live-bertviz [id^=mha-live-bertviz]")
     bertviz.locator("svg").wait_for()
     layer_menu = bertviz.locator("#layer")
@@ -113,6 +114,41 @@ def test_every_layer_is_in_the_explorer_and_in_bertviz(lab, bert):
     assert "Layer 2 of" in explorer.get_attribute("aria-label")
     table = page.locator(".mha-live-table")
     assert table.locator("tr").count() == num_layers + 1
+    assert problems["errors"] == []
+
+
+def bertviz_tokens(page):
+    return page.locator(".mha-live-bertviz #left text").all_text_contents()
+
+
+def test_bertviz_is_drawn_on_screen_and_catches_up(lab):
+    """BertViz draws 12 x T x T lines: only while on screen. An edit made
+    with it off screen shows there once it scrolls into view."""
+    page, problems = lab
+    page.locator(".mha-live-bertviz").scroll_into_view_if_needed()
+    page.wait_for_function(
+        "() => document.querySelectorAll('.mha-live-bertviz #left text')"
+        ".length === window.mhaLive.shown.tokens.length"
+    )
+    before = bertviz_tokens(page)
+    assert before == page.evaluate("() => window.mhaLive.shown.tokens")
+    # Scrolled away; the visibility observer reports at the next frames.
+    page.evaluate(
+        "() => { window.scrollTo(0, 0); return new Promise((r) =>"
+        " requestAnimationFrame(() => requestAnimationFrame(r))); }"
+    )
+    tokens = page.evaluate(
+        "() => mhaLive.run('a dog barked', '').then((r) => r.tokens)"
+    )
+    page.wait_for_timeout(300)
+    assert bertviz_tokens(page) == before  # off screen: not redrawn
+    page.locator(".mha-live-bertviz").scroll_into_view_if_needed()
+    page.wait_for_function(
+        "(n) => document.querySelectorAll('.mha-live-bertviz #left text')"
+        ".length === n",
+        arg=len(tokens),
+    )
+    assert bertviz_tokens(page) == tokens
     assert problems["errors"] == []
 
 

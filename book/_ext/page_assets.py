@@ -181,7 +181,19 @@ def copy_live_assets(app, exception):
     copy_live_lab(Path(app.outdir) / "_static" / "live")
 
 
+# The theme's Font Awesome replaces its <i> icons with SVG when the page
+# loads, then by default watches every change to the page for new icons,
+# searching the changed element's whole subtree each time. The chapter's
+# views (the head explorer, BertViz) add hundreds to thousands of SVG
+# elements one at a time: the live explorer spent about 155 ms per redraw
+# at 32 tokens in those searches (README, "The live lab in the browser"). No icon is added after load (the theme adds one only
+# for an announcement banner or a version warning, neither used here).
+FONTAWESOME_CONFIG = "window.FontAwesomeConfig = {observeMutations: false};"
+
+
 def setup(app):
+    # Inline, in <head>: it runs before the theme's deferred fontawesome.js.
+    app.add_js_file(None, body=FONTAWESOME_CONFIG)
     app.connect("config-inited", check_installed)
     app.connect("html-page-context", rewrite_cdn_urls)
     app.connect("html-page-context", drop_duplicate_scripts)

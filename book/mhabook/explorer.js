@@ -173,7 +173,9 @@
     const height = HEIGHT;
     svg.setAttribute("width", String(Math.max(1, row.scrollWidth)));
     svg.setAttribute("height", String(height));
-    svg.replaceChildren();
+    // Built apart, then put in at once: one change to the page, not one
+    // per arc.
+    const arcs = document.createDocumentFragment();
     const from = centres[state.query];
     heads.forEach((head, h) => {
       if (!state.shown[h]) {
@@ -203,9 +205,10 @@
         title.textContent = head.name + ": \u201c" + tokens[state.query] +
           "\u201d \u2192 \u201c" + tokens[k] + "\u201d " + percent(weight);
         path.append(title);
-        svg.append(path);
+        arcs.append(path);
       });
     });
+    svg.replaceChildren(arcs);
   }
 
   draw();

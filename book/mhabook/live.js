@@ -15,13 +15,21 @@
  *   load()            -> Promise: download and start the model (what the
  *                        button does).
  *   run(textA, textB) -> Promise of {tokens, attention}: put the texts in
- *                        the inputs, run the model, show the result.
- *                        attention is nested arrays (L, h, T, T): the run
- *                        the page shows. textB may be "" (one sentence).
+ *                        the inputs, run the model, show the result in
+ *                        the explorer and the table (BertViz follows:
+ *                        see below). attention is nested arrays
+ *                        (L, h, T, T): the run the page shows. textB may
+ *                        be "" (one sentence).
  *   attend(textA, textB) -> Promise of {tokens, token_type_ids, attention,
  *                        ms}: the model only, nothing shown; ms is the
  *                        time of the model's run.
  *   shown             -> the last {tokens, attention} shown, or null.
+ *
+ * BertViz's head view draws 12 x T x T SVG lines, which takes longer than
+ * the model and the other views together (about 0.2 s at 13 tokens and 1 s
+ * at 32 on a 2-core machine): it is drawn only while it is on screen, in a
+ * task of its own after the other views have painted, and when it scrolls
+ * into view it catches up with the last run.
  * Errors (empty text, too many tokens, a failed download) reject the
  * promise with an Error whose message the lab also shows.
  */
@@ -100,6 +108,8 @@
   );
   const explorerSlot = element("div", "mha-live-explorer");
   const bertvizSlot = element("div", "mha-live-bertviz");
+  bertvizSlot.append(element("p", "mha-live-note",
+    "The head view is drawn when it scrolls into view."));
   const summarySlot = element("div", "mha-live-summary");
   const views = element("div", "mha-live-views");
   views.hidden = true;
@@ -426,12 +436,34 @@
     summarySlot.replaceChildren(table);
   }
 
+  // BertViz: drawn only on screen, after the other views (see the top).
+  let bertvizVisible = false;
+  let bertvizDrawn = null; // the result BertViz shows
+  let bertvizWaiting = false;
+  function updateBertviz() {
+    if (!bertvizVisible || !last || last === bertvizDrawn || bertvizWaiting) {
+      return;
+    }
+    bertvizWaiting = true;
+    requestAnimationFrame(() => setTimeout(() => {
+      bertvizWaiting = false;
+      if (bertvizVisible && last !== bertvizDrawn) {
+        bertvizDrawn = last;
+        showBertviz(last);
+      }
+    }));
+  }
+  new IntersectionObserver((entries) => {
+    bertvizVisible = entries[entries.length - 1].isIntersecting;
+    updateBertviz();
+  }).observe(bertvizSlot);
+
   function show(result) {
     showExplorer(result);
-    showBertviz(result);
     showSummary(result);
     last = result;
     api.shown = { tokens: result.tokens, attention: result.attention };
+    updateBertviz();
   }
 
   let latest = 0;

@@ -12,13 +12,19 @@ Run with `make bench-live` after `make book` (it serves _build/html on
   browser (onnxruntime-web, one WebAssembly thread), in Python's
   onnxruntime (one thread) and in PyTorch eager (one thread), as medians
   with [min, max] over the rounds, and the ratios of the medians;
-- a full re-run in the page (tokenize, run, draw the views) at T = 13
-  and 32, the reader's wait after an edit (target: 250 ms at 32).
+- one matrix product, (T, 384) x (384, 1536) as in the model's
+  feed-forward layer, in the browser and in Python's onnxruntime: the
+  ratio of the two runtimes' kernels, which bounds the model's ratio;
+- a full re-run in the page at T = 13 and 32, the reader's wait after an
+  edit (target: 250 ms at 32): tokenize, run, update the explorer and
+  the table, paint; and the same with BertViz's head view on screen,
+  until it has drawn the run (it draws 12 x T x T SVG lines).
 
 Targets (2-core machine): re-run <= 250 ms for up to 32 tokens;
 browser / onnxruntime-python <= 3x; lab markup <= 200 KB.
 """
 
+import base64
 import functools
 import http.server
 import shutil
@@ -49,6 +55,52 @@ def text_of(length):
     return " ".join(WORDS[i % len(WORDS)] for i in range(length - 2))
 
 
+def matmul_model(rows):
+    """One ONNX MatMul, (rows, 384) x (384, 1536): the feed-forward
+    layer's product; returns the model's bytes and an input."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    generator = np.random.default_rng(0)
+    weight = generator.standard_normal((384, 1536), dtype=np.float32)
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w"], ["y"])],
+        "matmul",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [rows, 384])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(weight, "w")],
+    )
+    model = helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8
+    )
+    x = generator.standard_normal((rows, 384), dtype=np.float32)
+    return model.SerializeToString(), x
+
+
+# One MatMul in the page, with the runtime the lab has loaded.
+MATMUL = """async ([bytes, x, rows, rounds]) => {
+  const url = document.querySelector('.mha-live').dataset.params;
+  const params = JSON.parse(url);
+  const root = new URL(document.documentElement.dataset.content_root,
+    location.href).href;
+  const ort = await import(root + params.folder + '/' + params.runtime);
+  const session = await ort.InferenceSession.create(
+    Uint8Array.from(atob(bytes), (c) => c.charCodeAt(0)));
+  const feeds = {x: new ort.Tensor('float32', Float32Array.from(x),
+    [rows, 384])};
+  await session.run(feeds);
+  const ms = [];
+  for (let i = 0; i < rounds; i++) {
+    const s = performance.now();
+    await session.run(feeds);
+    ms.push(performance.now() - s);
+  }
+  await session.release();
+  return ms;
+}"""
+
+
 def summary(samples):
     median = statistics.median(samples)
     return median, f"{median:7.1f} [{min(samples):.1f}, {max(samples):.1f}]"
@@ -67,10 +119,34 @@ def serve():
     return server, f"http://127.0.0.1:{server.server_address[1]}"
 
 
+# After an edit: run the model, update the explorer and the table, paint.
+RERUN = """async (t) => {
+  const s = performance.now();
+  await mhaLive.run(t, '');
+  await new Promise(r => requestAnimationFrame(() => setTimeout(r)));
+  return performance.now() - s;
+}"""
+# The same with BertViz on screen: until its view holds the run's tokens,
+# drawn and painted.
+BERTVIZ = """async (t) => {
+  const s = performance.now();
+  const {tokens} = await mhaLive.run(t, '');
+  const drawn = () => {
+    const texts = document.querySelectorAll('.mha-live-bertviz #left text');
+    return texts.length === tokens.length;
+  };
+  while (!drawn()) {
+    await new Promise(r => setTimeout(r, 2));
+  }
+  await new Promise(r => requestAnimationFrame(() => setTimeout(r)));
+  return performance.now() - s;
+}"""
+
+
 def browser_figures(base):
     from playwright.sync_api import sync_playwright
 
-    figures = {"init": [], "model": {}, "rerun": {}}
+    figures = {"init": [], "model": {}, "rerun": {}, "bertviz": {}, "matmul": {}}
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(
             executable_path=shutil.which("chromium"), args=CHROMIUM_ARGS
@@ -116,18 +192,37 @@ def browser_figures(base):
             figures["model"][length] = [
                 page.evaluate(attend, text) for _ in range(ROUNDS[length])
             ]
+        for rows in LENGTHS:
+            product, x = matmul_model(rows)
+            figures["matmul"][rows] = page.evaluate(
+                MATMUL,
+                [
+                    base64.b64encode(product).decode(),
+                    x.ravel().tolist(),
+                    rows,
+                    ROUNDS[13],
+                ],
+            )
+        # The reader's view while typing: the inputs and the explorer at the
+        # top of the window, BertViz below it (drawn when scrolled to).
+        page.evaluate("document.querySelector('.mha-live').scrollIntoView()")
         for length in (13, 32):
             text = text_of(length)
             page.evaluate("(t) => mhaLive.run(t, '').then(() => 0)", text)
             figures["rerun"][length] = [
-                page.evaluate(
-                    "async (t) => { const s = performance.now();"
-                    " await mhaLive.run(t, ''); await new Promise("
-                    "r => requestAnimationFrame(() => setTimeout(r)));"
-                    " return performance.now() - s; }",
-                    text,
-                )
-                for _ in range(ROUNDS[13])
+                page.evaluate(RERUN, text) for _ in range(ROUNDS[13])
+            ]
+        # BertViz on screen: from the run's start until its view shows the
+        # run's tokens and the browser has painted it.
+        page.evaluate(
+            "document.querySelector('.mha-live-bertviz').scrollIntoView()"
+        )
+        for length in (13, 32):
+            text = text_of(length)
+            page.evaluate(BERTVIZ, text_of(length + 1))
+            figures["bertviz"][length] = [
+                page.evaluate(BERTVIZ, text_of(length + i % 2))
+                for i in range(ROUNDS[13] // 2)
             ]
         browser.close()
     return figures
@@ -143,7 +238,7 @@ def python_figures(exported):
     session = onnxruntime.InferenceSession(
         str(exported.model), options, providers=["CPUExecutionProvider"]
     )
-    figures = {"ort": {}, "torch": {}}
+    figures = {"ort": {}, "torch": {}, "matmul": {}}
     for length in LENGTHS:
         inputs = tokenizer(text_of(length), return_tensors="pt")
         assert inputs["input_ids"].shape[1] == length
@@ -164,6 +259,17 @@ def python_figures(exported):
                 fn()
                 samples.append(1000 * (time.perf_counter() - start))
             figures[name][length] = samples
+        product, x = matmul_model(length)
+        matmul = onnxruntime.InferenceSession(
+            product, options, providers=["CPUExecutionProvider"]
+        )
+        matmul.run(None, {"x": x})
+        samples = []
+        for _ in range(ROUNDS[13]):
+            start = time.perf_counter()
+            matmul.run(None, {"x": x})
+            samples.append(1000 * (time.perf_counter() - start))
+        figures["matmul"][length] = samples
     return figures
 
 
@@ -201,9 +307,25 @@ def main():
             f"{length:>4} | {b_text:>24} | {o_text:>24} | {t_text:>24} | "
             f"{b / o:11.2f} | {b / t:13.2f}"
         )
-    print("\nfull re-run in the page (tokenize, run, draw), ms:")
+    print(
+        "\none MatMul (T, 384) x (384, 1536), ms: median [min, max]\n"
+        f"{'T':>4} | {'browser (wasm, 1 thread)':>24} | "
+        f"{'onnxruntime (1 thread)':>24} | browser/ort"
+    )
+    for length in LENGTHS:
+        b, b_text = summary(web["matmul"][length])
+        o, o_text = summary(py["matmul"][length])
+        print(f"{length:>4} | {b_text:>24} | {o_text:>24} | {b / o:11.2f}")
+    print(
+        "\nfull re-run in the page after an edit, ms: tokenize, run, update"
+        " the explorer and the table, paint (BertViz off screen) | the same"
+        " with BertViz on screen, until it is drawn and painted"
+    )
     for length, samples in web["rerun"].items():
-        print(f"  T = {length:>3}: {summary(samples)[1]}")
+        print(
+            f"  T = {length:>3}: {summary(samples)[1]} | "
+            f"{summary(web['bertviz'][length])[1]}"
+        )
 
 
 if __name__ == "__main__":
