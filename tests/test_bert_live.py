@@ -14,7 +14,7 @@ import torch
 from chapter import BOOK
 from mhabook import live
 from mhabook.checkpoint import bundled_path
-from test_browser import visit  # noqa: F401
+from test_browser import open_page, visit  # noqa: F401
 
 LAB = "book/labs.html"
 BUTTON = "Download the model"
@@ -48,10 +48,12 @@ def status(page):
     return page.locator(".mha-live-status").text_content()
 
 
-@pytest.fixture
-def lab(visit):  # noqa: F811
-    """The labs page with the live model loaded; (page, problems)."""
-    page, problems = visit(LAB)
+@pytest.fixture(scope="module")
+def loaded_lab(browser, site):
+    """The labs page with the live model loaded, once for the tests that
+    type into it (each types what it needs): (page, problems)."""
+    base, _ = site
+    page, problems = open_page(browser, base, LAB)
     page.wait_for_timeout(300)
     before = fetched(page)
     assert 0 < len(before) < 250  # the browser's default timing buffer
@@ -60,6 +62,16 @@ def lab(visit):  # noqa: F811
     page.wait_for_function(
         "() => window.mhaLive && window.mhaLive.shown", timeout=60_000
     )
+    yield page, problems
+    page.context.close()
+
+
+@pytest.fixture
+def lab(loaded_lab):
+    """The loaded lab, with the problems seen during one test only."""
+    page, problems = loaded_lab
+    for seen in problems.values():
+        seen.clear()
     yield page, problems
     assert problems["external"] == [] and problems["dialogs"] == []
 

@@ -1,0 +1,103 @@
+"""Execute the book's notebooks side by side before Sphinx reads them.
+
+myst-nb, in execution mode "cache", runs each notebook that is not in the
+jupyter-cache when Sphinx reads it: one after the other. This hook runs
+them first, as many at a time as the machine has cores (at most one per
+notebook), and puts each executed notebook in the cache as myst-nb does;
+myst-nb then reads them from there. A notebook that fails here is not
+cached: myst-nb runs it again and reports its error as it always has.
+
+Each kernel gets an equal share of the cores (OMP_NUM_THREADS), so that
+PyTorch's thread pools do not outnumber them.
+"""
+
+import os
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from fnmatch import fnmatch
+from pathlib import Path
+
+from sphinx.util import logging
+
+logger = logging.getLogger(__name__)
+
+
+def execute(path, timeout, threads):
+    """Run one notebook in its folder; return (notebook, seconds, error)."""
+    import nbformat
+    from jupyter_cache.executors.utils import single_nb_execution
+
+    os.environ["OMP_NUM_THREADS"] = str(threads)  # the kernel inherits it
+    notebook = nbformat.read(path, as_version=4)
+    result = single_nb_execution(
+        notebook,
+        cwd=str(Path(path).parent),
+        timeout=timeout,
+        allow_errors=False,
+        meta_override=True,
+    )
+    error = None if result.err is None else repr(result.err)
+    return notebook, result.time, error
+
+
+def uncached(cache, paths):
+    import nbformat
+
+    missing = []
+    for path in paths:
+        try:
+            cache.match_cache_notebook(nbformat.read(path, as_version=4))
+        except KeyError:
+            missing.append(path)
+    return missing
+
+
+def execute_ahead(app, env, docnames):
+    config = env.mystnb_config  # myst-nb's settings, its cache path set
+    if config.execution_mode != "cache" or config.execution_in_temp:
+        return
+    from jupyter_cache import get_cache
+    from jupyter_cache.base import CacheBundleIn
+
+    cache = get_cache(config.execution_cache_path)
+    paths = [
+        str(env.doc2path(name))
+        for name in docnames
+        if str(env.doc2path(name)).endswith(".ipynb")
+        and not any(
+            fnmatch(str(env.doc2path(name)), pattern)
+            for pattern in config.execution_excludepatterns
+        )
+    ]
+    paths = uncached(cache, paths)
+    workers = min(os.cpu_count() or 1, len(paths))
+    if workers < 2:
+        return  # nothing to gain: myst-nb runs it as usual
+    threads = max(1, (os.cpu_count() or 1) // workers)
+    logger.info(f"executing {len(paths)} notebooks, {workers} at a time")
+    with ProcessPoolExecutor(workers) as pool:
+        futures = {
+            pool.submit(execute, path, config.execution_timeout, threads): (
+                path
+            )
+            for path in paths
+        }
+        for future in as_completed(futures):
+            path = futures[future]
+            notebook, seconds, error = future.result()
+            if error:
+                logger.info(f"{path} failed ({error}): myst-nb will rerun it")
+                continue
+            record = cache.add_nb_to_project(path)
+            cache.cache_notebook_bundle(
+                CacheBundleIn(
+                    notebook, record.uri, data={"execution_seconds": seconds}
+                ),
+                check_validity=False,
+                overwrite=True,
+            )
+            logger.info(f"executed {Path(path).name} in {seconds:.1f} s")
+
+
+def setup(app):
+    app.connect("env-before-read-docs", execute_ahead)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}
