@@ -7,7 +7,6 @@ phone's width. Screenshots of each page, at 1280 px and at 390 px, are
 saved in _build/screenshots/ for review.
 """
 
-
 import pytest
 
 from browsing import (

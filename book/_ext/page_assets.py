@@ -186,8 +186,9 @@ def copy_live_assets(app, exception):
 # searching the changed element's whole subtree each time. The chapter's
 # views (the head explorer, BertViz) add hundreds to thousands of SVG
 # elements one at a time: the live explorer spent about 155 ms per redraw
-# at 32 tokens in those searches (README, "The live lab in the browser"). No icon is added after load (the theme adds one only
-# for an announcement banner or a version warning, neither used here).
+# at 32 tokens in those searches (README, "The live lab in the browser").
+# No icon is added after load (the theme adds one only for an announcement
+# banner or a version warning, neither used here).
 FONTAWESOME_CONFIG = "window.FontAwesomeConfig = {observeMutations: false};"
 
 

@@ -59,7 +59,6 @@ def matmul_model(rows):
     """One ONNX MatMul, (rows, 384) x (384, 1536): the feed-forward
     layer's product; returns the model's bytes and an input."""
     import numpy as np
-    import onnx
     from onnx import TensorProto, helper, numpy_helper
 
     generator = np.random.default_rng(0)
@@ -146,7 +145,13 @@ BERTVIZ = """async (t) => {
 def browser_figures(base):
     from playwright.sync_api import sync_playwright
 
-    figures = {"init": [], "model": {}, "rerun": {}, "bertviz": {}, "matmul": {}}
+    figures = {
+        "init": [],
+        "model": {},
+        "rerun": {},
+        "bertviz": {},
+        "matmul": {},
+    }
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(
             executable_path=shutil.which("chromium"), args=CHROMIUM_ARGS

@@ -1,0 +1,92 @@
+"""The build hook that executes notebooks side by side
+(book/_ext/execute_ahead.py): what it caches, myst-nb must find, and a
+notebook that fails must be left for myst-nb to run and report. Tiny
+notebooks in a temporary folder; the suite's book build uses the hook on
+the chapter itself."""
+
+import sys
+from types import SimpleNamespace
+
+import nbformat
+from jupyter_cache import get_cache
+from myst_nb.core.config import NbParserConfig
+
+from chapter import BOOK
+
+sys.path.insert(0, str(BOOK / "_ext"))
+import execute_ahead  # noqa: E402
+
+
+def notebook(folder, name, *sources):
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
+    nb.cells = [nbformat.v4.new_code_cell(s) for s in sources]
+    path = folder / f"{name}.ipynb"
+    nbformat.write(nb, path)
+    return path
+
+
+def run_hook(folder, cache_path, names, **settings):
+    config = NbParserConfig(
+        execution_mode="cache",
+        execution_cache_path=str(cache_path),
+        execution_timeout=120,
+        **settings,
+    )
+    env = SimpleNamespace(
+        mystnb_config=config,
+        doc2path=lambda name: folder / f"{name}.ipynb",
+    )
+    execute_ahead.execute_ahead(None, env, names)
+
+
+def cached(cache_path, path):
+    """The executed notebook myst-nb would take from the cache, or None."""
+    cache = get_cache(str(cache_path))
+    try:
+        cache.match_cache_notebook(nbformat.read(path, as_version=4))
+    except KeyError:
+        return None
+    _, nb = cache.merge_match_into_notebook(nbformat.read(path, as_version=4))
+    return nb
+
+
+def test_executed_notebooks_are_found_by_myst_nb_and_failures_are_not(
+    tmp_path, monkeypatch
+):
+    monkeypatch.setattr(execute_ahead.os, "cpu_count", lambda: 2)
+    good = notebook(tmp_path, "good", "import os", "print(6 * 7)")
+    threads = notebook(
+        tmp_path,
+        "threads",
+        "import os",
+        "print(os.environ['OMP_NUM_THREADS'])",
+    )
+    bad = notebook(tmp_path, "bad", "raise ValueError('no')")
+    cache_path = tmp_path / "cache"
+    run_hook(tmp_path, cache_path, ["good", "threads", "bad"])
+    nb = cached(cache_path, good)
+    assert nb is not None
+    assert nb.cells[1].outputs[0].text == "42\n"
+    # Three notebooks on two cores: two at a time, one thread each.
+    assert cached(cache_path, threads).cells[1].outputs[0].text == "1\n"
+    assert cached(cache_path, bad) is None  # myst-nb runs it and reports
+
+
+def test_nothing_runs_outside_cache_mode_or_when_excluded(tmp_path):
+    path = notebook(tmp_path, "one", "print(1)")
+    other = notebook(tmp_path, "two", "print(2)")
+    cache_path = tmp_path / "cache"
+    run_hook(tmp_path, cache_path, ["one", "two"], execution_in_temp=True)
+    run_hook(
+        tmp_path,
+        cache_path,
+        ["one", "two"],
+        execution_excludepatterns=("*one.ipynb", "*two.ipynb"),
+    )
+    assert cached(cache_path, path) is None
+    assert cached(cache_path, other) is None
