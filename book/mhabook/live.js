@@ -18,8 +18,9 @@
  *                        the inputs, run the model, show the result in
  *                        the explorer and the table (BertViz follows:
  *                        see below). attention is nested arrays
- *                        (L, h, T, T): the run the page shows. textB may
- *                        be "" (one sentence).
+ *                        (L, h, T, T) of the run for these texts (the
+ *                        page shows it unless a later run has replaced
+ *                        it). textB may be "" (one sentence).
  *   attend(textA, textB) -> Promise of {tokens, token_type_ids, attention,
  *                        ms}: the model only, nothing shown; ms is the
  *                        time of the model's run.
