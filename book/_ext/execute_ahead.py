@@ -59,26 +59,28 @@ def execute_ahead(app, env, docnames):
     from jupyter_cache.base import CacheBundleIn
 
     cache = get_cache(config.execution_cache_path)
-    paths = [
-        str(env.doc2path(name))
-        for name in docnames
-        if str(env.doc2path(name)).endswith(".ipynb")
-        and not any(
-            fnmatch(str(env.doc2path(name)), pattern)
-            for pattern in config.execution_excludepatterns
-        )
-    ]
-    paths = uncached(cache, paths)
+    paths = [str(env.doc2path(name)) for name in docnames]
+    paths = uncached(
+        cache,
+        [
+            path
+            for path in paths
+            if path.endswith(".ipynb")
+            and not any(
+                fnmatch(path, pattern)
+                for pattern in config.execution_excludepatterns
+            )
+        ],
+    )
     workers = min(os.cpu_count() or 1, len(paths))
     if workers < 2:
         return  # nothing to gain: myst-nb runs it as usual
     threads = max(1, (os.cpu_count() or 1) // workers)
+    timeout = config.execution_timeout
     logger.info(f"executing {len(paths)} notebooks, {workers} at a time")
     with ProcessPoolExecutor(workers) as pool:
         futures = {
-            pool.submit(execute, path, config.execution_timeout, threads): (
-                path
-            )
+            pool.submit(execute, path, timeout, threads): path
             for path in paths
         }
         for future in as_completed(futures):

@@ -81,8 +81,8 @@ def matmul_model(rows):
 
 # One MatMul in the page, with the runtime the lab has loaded.
 MATMUL = """async ([bytes, x, rows, rounds]) => {
-  const url = document.querySelector('.mha-live').dataset.params;
-  const params = JSON.parse(url);
+  const params = JSON.parse(
+    document.querySelector('.mha-live').dataset.params);
   const root = new URL(document.documentElement.dataset.content_root,
     location.href).href;
   const ort = await import(root + params.folder + '/' + params.runtime);
@@ -251,32 +251,27 @@ def python_figures(exported):
         assert inputs["input_ids"].shape[1] == length
         feed = {k: v.numpy() for k, v in inputs.items()}
 
-        def run_ort(feed=feed):
-            session.run(None, feed)
-
         def run_torch(inputs=inputs):
             with torch.no_grad():
                 model(**inputs, output_attentions=True)
 
-        for name, fn in (("ort", run_ort), ("torch", run_torch)):
-            fn()  # warm up
-            samples = []
-            for _ in range(ROUNDS[length]):
-                start = time.perf_counter()
-                fn()
-                samples.append(1000 * (time.perf_counter() - start))
-            figures[name][length] = samples
         product, x = matmul_model(length)
         matmul = onnxruntime.InferenceSession(
             product, options, providers=["CPUExecutionProvider"]
         )
-        matmul.run(None, {"x": x})
-        samples = []
-        for _ in range(ROUNDS[13]):
-            start = time.perf_counter()
-            matmul.run(None, {"x": x})
-            samples.append(1000 * (time.perf_counter() - start))
-        figures["matmul"][length] = samples
+        runs = (
+            ("ort", lambda feed=feed: session.run(None, feed), length),
+            ("torch", run_torch, length),
+            ("matmul", lambda m=matmul, x=x: m.run(None, {"x": x}), 13),
+        )
+        for name, fn, rounds_of in runs:
+            fn()  # warm up
+            samples = []
+            for _ in range(ROUNDS[rounds_of]):
+                start = time.perf_counter()
+                fn()
+                samples.append(1000 * (time.perf_counter() - start))
+            figures[name][length] = samples
     return figures
 
 
