@@ -25,6 +25,16 @@ CHROMIUM_ARGS = [
 BUDGETS = ROOT / "tests" / "page_budgets.json"
 AXE = BOOK / "_vendor" / "node_modules" / "axe-core" / "axe.min.js"
 WCAG_TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
+SCREENSHOTS = ROOT / "_build" / "screenshots"
+PHONE = {"width": 390, "height": 844}
+# Theme problems axe reports that we do not fix, as (axe rule id, CSS
+# selector of the theme's element): excluded only on that element.
+THEME_EXCEPTIONS = [
+    # pydata-sphinx-theme 0.17.1's colour-mode button is named "Color mode"
+    # while its icon's title reads "Light", "Dark" or "System Settings";
+    # the theme's script switches the icons, so no static name fits all.
+    ("label-content-name-mismatch", "button.theme-switch-button"),
+]
 
 # What a fetched file is for, by where the build puts it (first match).
 KINDS = [
@@ -158,3 +168,52 @@ def harness_page(html_dir, name, body):
         f"{body}</body></html>"
     )
     return f"{name}/index.html"
+
+
+def open_page(browser, base, path, viewport=None):
+    """Open a page of the site in a fresh context (an empty cache);
+    returns (page, problems). `viewport` defaults to a desktop's."""
+    context = browser.new_context(
+        viewport=viewport or {"width": 1280, "height": 900}
+    )
+    problems = {"external": [], "failed": [], "errors": [], "dialogs": []}
+
+    def route(route):
+        if route.request.url.startswith(base + "/"):
+            route.continue_()
+        else:
+            problems["external"].append(route.request.url)
+            route.abort()
+
+    context.route("**/*", route)
+    page = context.new_page()
+    page.fetched = record_fetches(page)
+    page.on(
+        "console",
+        lambda m: m.type == "error" and problems["errors"].append(m.text),
+    )
+    page.on("pageerror", lambda e: problems["errors"].append(str(e)))
+    page.on("requestfailed", lambda r: problems["failed"].append(r.url))
+    page.on(
+        "response",
+        lambda r: (
+            r.status >= 400
+            and problems["failed"].append(f"{r.status} {r.url}")
+        ),
+    )
+    page.on(
+        "dialog",
+        lambda d: (problems["dialogs"].append(d.message), d.dismiss()),
+    )
+    page.goto(f"{base}/{path}", wait_until="networkidle")
+    settle(page)
+    return page, problems
+
+
+def serious(violations):
+    """Critical and serious violations: (rule id, help, elements)."""
+    return [
+        (v["id"], v["help"], v["targets"])
+        for v in violations
+        if v["impact"] in ("critical", "serious")
+    ]

@@ -1,6 +1,11 @@
 """Offline by construction: every test, and every process a test starts,
 runs under the network guard in tests/netguard. A test during which anything
-tried to reach beyond localhost fails."""
+tried to reach beyond localhost fails.
+
+`make test` runs the tests on several processes (pytest-xdist, one per
+core): each has its own guard log, browser and server, and they share one
+book build.
+"""
 
 import os
 import sys
@@ -10,7 +15,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 GUARD = Path(__file__).resolve().parent / "netguard"
-LOG = ROOT / "_build" / "netguard.log"
+WORKER = os.environ.get("PYTEST_XDIST_WORKER")  # None in a plain run
+LOG = ROOT / "_build" / f"netguard{'-' + WORKER if WORKER else ''}.log"
 
 LOG.parent.mkdir(exist_ok=True)
 LOG.write_text("")
@@ -23,6 +29,15 @@ os.environ["PYTHONPATH"] = os.pathsep.join(
 )
 sys.path.insert(0, str(GUARD))
 import netguard  # noqa: E402,F401  (installs the guard in this process)
+
+# The run fails if it leaves `git status` other than it found it.
+pytest_plugins = ["cleantree"]
+
+
+def pytest_collection_modifyitems(items):
+    """Tests that need the book build run after those that do not, so
+    that while one process builds, the others have tests to run."""
+    items.sort(key=lambda item: "built_book" in item.fixturenames)
 
 
 @pytest.fixture(autouse=True)
@@ -41,55 +56,38 @@ def built_book(tmp_path_factory):
 
     This build is the suite's only execution of the notebooks: their
     asserts run here, and tests/test_notebooks.py reads the executed
-    notebooks back from the build's jupyter-cache.
+    notebooks back from the build's jupyter-cache. The first process to
+    need it builds it; the others wait for it, or for its failure.
     """
     import subprocess
 
+    from filelock import FileLock
+
     from chapter import build_command
 
-    out = tmp_path_factory.mktemp("book")
-    run = subprocess.run(build_command(out), capture_output=True, text=True)
-    if run.returncode != 0:
-        reports = sorted((out / "_build" / "html" / "reports").glob("*.log"))
-        failed = "".join(
-            f"\n--- {r.name}\n{r.read_text()[-3000:]}" for r in reports
-        )
-        pytest.fail(
-            f"the book build failed:\n{run.stdout[-6000:]}"
-            f"{run.stderr[-3000:]}{failed}"
-        )
+    shared = tmp_path_factory.getbasetemp()
+    if WORKER:
+        shared = shared.parent  # the folder all the workers share
+    out, failure = shared / "book", shared / "book-failed.txt"
+    with FileLock(shared / "book.lock"):
+        if failure.exists():
+            pytest.fail(failure.read_text())
+        if not (out / "_build" / "html" / "index.html").exists():
+            run = subprocess.run(
+                build_command(out), capture_output=True, text=True
+            )
+            if run.returncode != 0:
+                reports = (out / "_build" / "html" / "reports").glob("*.log")
+                failed = "".join(
+                    f"\n--- {r.name}\n{r.read_text()[-3000:]}"
+                    for r in sorted(reports)
+                )
+                failure.write_text(
+                    f"the book build failed:\n{run.stdout[-6000:]}"
+                    f"{run.stderr[-3000:]}{failed}"
+                )
+                pytest.fail(failure.read_text())
     return out / "_build"
-
-
-def _git_status():
-    import subprocess
-
-    run = subprocess.run(
-        ["git", "status", "--porcelain", "--untracked-files=all"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-    )
-    return run.stdout if run.returncode == 0 else None
-
-
-GIT_STATUS = pytest.StashKey[str | None]()
-
-
-def pytest_sessionstart(session):
-    """What `git status` says before any test runs (None outside git)."""
-    session.config.stash[GIT_STATUS] = _git_status()
-
-
-def pytest_collection_modifyitems(config, items):
-    """The clean-tree check runs last, after everything it watches."""
-    last = [i for i in items if i.name == "test_the_suite_leaves_git_clean"]
-    items[:] = [i for i in items if i not in last] + last
-
-
-@pytest.fixture
-def git_status_at_start(request):
-    return request.config.stash[GIT_STATUS], _git_status
 
 
 @pytest.fixture(scope="session")
@@ -114,3 +112,21 @@ def browser():
         browser = launch(playwright)
         yield browser
         browser.close()
+
+
+@pytest.fixture
+def visit(browser, site):
+    """Open a page for one test: visit(path, viewport=None)."""
+    from browsing import open_page
+
+    base, _ = site
+    pages = []
+
+    def visit_and_track(path, viewport=None):
+        page, problems = open_page(browser, base, path, viewport)
+        pages.append(page)
+        return page, problems
+
+    yield visit_and_track
+    for page in pages:
+        page.context.close()

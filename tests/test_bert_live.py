@@ -11,10 +11,10 @@ import random
 import pytest
 import torch
 
+from browsing import open_page
 from chapter import BOOK
 from mhabook import live
 from mhabook.checkpoint import bundled_path
-from test_browser import open_page, visit  # noqa: F401
 
 LAB = "book/labs.html"
 BUTTON = "Download the model"
@@ -193,7 +193,7 @@ def test_bad_input_shows_a_message(lab):
     assert "Sentence A is empty" in rejected
 
 
-def test_a_failed_download_says_how_to_serve_the_site(visit):  # noqa: F811
+def test_a_failed_download_says_how_to_serve_the_site(visit):
     page, problems = visit(LAB)
     page.route("**/bert.onnx", lambda route: route.abort())
     page.get_by_role("button", name=BUTTON).click()
@@ -206,7 +206,7 @@ def test_a_failed_download_says_how_to_serve_the_site(visit):  # noqa: F811
     assert page.get_by_role("button", name=BUTTON).is_enabled()
 
 
-def test_no_webassembly_is_told_so(visit):  # noqa: F811
+def test_no_webassembly_is_told_so(visit):
     page, _ = visit(LAB)
     page.evaluate("() => { delete window.WebAssembly; }")
     page.get_by_role("button", name=BUTTON).click()
@@ -217,7 +217,7 @@ def test_no_webassembly_is_told_so(visit):  # noqa: F811
     assert "cannot run WebAssembly" in status(page)
 
 
-def test_a_page_opened_as_a_file_says_to_serve_it(browser, site):  # noqa: F811
+def test_a_page_opened_as_a_file_says_to_serve_it(browser, site):
     _, html = site
     page = browser.new_page()
     page.goto((html / LAB).as_uri())
@@ -262,7 +262,7 @@ def corpus(size=320):
 
 
 @pytest.fixture(scope="module")
-def tokenizer_page(browser):  # noqa: F811
+def tokenizer_page(browser):
     from mhabook import load_tokenizer
 
     tokenizer = load_tokenizer(bundled_path())
@@ -306,7 +306,7 @@ def test_the_page_tokenizes_pairs_as_python(tokenizer_page):
 
 
 @pytest.fixture
-def all_layers_page(site):  # noqa: F811
+def all_layers_page(site):
     """A page with BertViz's head view of every layer of a random pair,
     its CDN addresses rewritten as the book build does."""
     from browsing import harness_page
@@ -323,7 +323,7 @@ def all_layers_page(site):  # noqa: F811
 
 
 def test_the_head_view_of_every_layer_has_working_menus(
-    visit,  # noqa: F811
+    visit,
     all_layers_page,
 ):
     page, problems = visit(all_layers_page)

@@ -1,134 +1,15 @@
-"""The built book in a real browser (Debian's Chromium via Playwright).
-
-The site is served on 127.0.0.1 and every request to any other host is
-aborted and counted as a failure. Every page is also weighed against its
-budget (tests/page_budgets.json), audited with axe-core and opened at a
-phone's width. Screenshots of each page, at 1280 px and at 390 px, are
-saved in _build/screenshots/ for review.
-"""
+"""The book's views in a real browser (Debian's Chromium via Playwright):
+BertViz's head view and the head explorer answer clicks and keys, keep the
+query token in view on a phone, and show hostile text as text. The pages
+themselves are checked in test_pages.py."""
 
 import pytest
 
-from browsing import (
-    audit,
-    budget,
-    harness_page,
-    record_fetches,
-    settle,
-    weigh,
-)
-from chapter import ROOT, toc_files
+from browsing import PHONE, THEME_EXCEPTIONS, audit, harness_page, serious
 from mhabook import head_explorer
 from mhabook.bertviz_view import head_view_html
 
-SCREENSHOTS = ROOT / "_build" / "screenshots"
 EVIL = "</script><img src=x onerror=alert(1)>\"'&amp;"
-PHONE = {"width": 390, "height": 844}
-# Theme problems axe reports that we do not fix, as (axe rule id, CSS
-# selector of the theme's element): excluded only on that element.
-THEME_EXCEPTIONS = [
-    # pydata-sphinx-theme 0.17.1's colour-mode button is named "Color mode"
-    # while its icon's title reads "Light", "Dark" or "System Settings";
-    # the theme's script switches the icons, so no static name fits all.
-    ("label-content-name-mismatch", "button.theme-switch-button"),
-]
-
-
-def open_page(browser, base, path, viewport=None):
-    """Open a page of the site in a fresh context (an empty cache);
-    returns (page, problems). `viewport` defaults to a desktop's."""
-    context = browser.new_context(
-        viewport=viewport or {"width": 1280, "height": 900}
-    )
-    problems = {"external": [], "failed": [], "errors": [], "dialogs": []}
-
-    def route(route):
-        if route.request.url.startswith(base + "/"):
-            route.continue_()
-        else:
-            problems["external"].append(route.request.url)
-            route.abort()
-
-    context.route("**/*", route)
-    page = context.new_page()
-    page.fetched = record_fetches(page)
-    page.on(
-        "console",
-        lambda m: m.type == "error" and problems["errors"].append(m.text),
-    )
-    page.on("pageerror", lambda e: problems["errors"].append(str(e)))
-    page.on("requestfailed", lambda r: problems["failed"].append(r.url))
-    page.on(
-        "response",
-        lambda r: (
-            r.status >= 400
-            and problems["failed"].append(f"{r.status} {r.url}")
-        ),
-    )
-    page.on(
-        "dialog",
-        lambda d: (problems["dialogs"].append(d.message), d.dismiss()),
-    )
-    page.goto(f"{base}/{path}", wait_until="networkidle")
-    settle(page)
-    return page, problems
-
-
-@pytest.fixture
-def visit(browser, site):
-    """Open a page for one test: visit(path, viewport=None)."""
-    base, _ = site
-    pages = []
-
-    def visit_and_track(path, viewport=None):
-        page, problems = open_page(browser, base, path, viewport)
-        pages.append(page)
-        return page, problems
-
-    yield visit_and_track
-    for page in pages:
-        page.context.close()
-
-
-@pytest.fixture(scope="module")
-def loaded(browser, site):
-    """Each page of the book opened once at 1280 px, left as it loaded,
-    for the checks that only read it: loaded(name) -> (page, problems)."""
-    base, _ = site
-    opened = {}
-
-    def load(name):
-        if name not in opened:
-            opened[name] = open_page(browser, base, f"{name}.html")
-            opened[name][0].wait_for_timeout(300)
-        return opened[name]
-
-    yield load
-    for page, _ in opened.values():
-        page.context.close()
-
-
-def screenshot(page, *parts):
-    path = SCREENSHOTS.joinpath(*parts)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=path, full_page=True)
-
-
-@pytest.mark.parametrize("name", toc_files())
-def test_page_is_self_contained_and_clean(loaded, name):
-    page, problems = loaded(name)
-    untypeset = page.evaluate(
-        "() => [...document.querySelectorAll('.math')]"
-        ".filter(m => !m.querySelector('mjx-container')).length"
-    )
-    screenshot(page, f"{name.replace('/', '_')}.png")
-    assert problems == {
-        "external": [],
-        "failed": [],
-        "errors": [],
-        "dialogs": [],
-    }
-    assert untypeset == 0, f"{untypeset} formulas left untypeset"
 
 
 def test_head_view_shows_the_pair_and_switches_heads(visit):
@@ -268,62 +149,6 @@ def test_hovering_a_term_shows_its_definition(visit):
     link.hover()
     shown = link.evaluate(tip)
     assert "look for other tokens" in shown
-    assert problems["errors"] == []
-
-
-def test_readme_screenshots_come_from_the_built_book(visit):
-    """The README shows these. They are taken under _build/screenshots/;
-    `make screenshots` copies them to book/images/."""
-    shots = {
-        "one-head": ("book/one_head.html", "#scaled-dot-product-attention"),
-        "explorer": ("book/labs.html", ".mha-explorer"),
-        "head-view": ("book/real_heads.html", "[id^=bertviz]"),
-    }
-    for name, (path, selector) in shots.items():
-        page, _ = visit(path, {"width": 1000, "height": 900})
-        page.locator(selector).first.screenshot(
-            path=SCREENSHOTS / f"readme-{name}.png"
-        )
-        assert (SCREENSHOTS / f"readme-{name}.png").stat().st_size > 5000
-
-
-@pytest.mark.parametrize("name", toc_files())
-def test_page_stays_within_its_weight_budget(loaded, site, name):
-    base, _ = site
-    page, _ = loaded(name)
-    fetched = weigh(page.fetched, base)
-    limit, parts = budget(name)
-    total = sum(fetched.values())
-    assert total <= limit, (
-        f"{name} fetched {total / 1024:.0f} KiB {fetched}; its budget "
-        f"(tests/page_budgets.json) is {limit / 1024:.0f} KiB = {parts}"
-    )
-
-
-def serious(violations):
-    """Critical and serious violations: (rule id, help, elements)."""
-    return [
-        (v["id"], v["help"], v["targets"])
-        for v in violations
-        if v["impact"] in ("critical", "serious")
-    ]
-
-
-@pytest.mark.parametrize("name", toc_files())
-def test_page_passes_the_accessibility_audit(loaded, name):
-    page, _ = loaded(name)
-    assert serious(audit(page, THEME_EXCEPTIONS)) == []
-
-
-@pytest.mark.parametrize("name", toc_files())
-def test_page_fits_a_phone_screen(visit, name):
-    page, problems = visit(f"{name}.html", PHONE)
-    page.wait_for_timeout(300)
-    screenshot(page, "390px", f"{name.replace('/', '_')}.png")
-    overflow = page.evaluate(
-        "() => document.documentElement.scrollWidth - window.innerWidth"
-    )
-    assert overflow <= 0, f"the page scrolls sideways by {overflow} px"
     assert problems["errors"] == []
 
 

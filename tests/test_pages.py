@@ -1,0 +1,84 @@
+"""Every page of the built book in Chromium, at a desktop's and a phone's
+width: self-contained (every request to a host other than the local server
+is aborted and counted as a failure), free of console errors, with all its
+math typeset, within its weight budget (tests/page_budgets.json), without
+critical or serious axe-core violations, and without sideways scrolling at
+390 px. `make screenshots` saves what these pages look like.
+"""
+
+import pytest
+
+from browsing import (
+    PHONE,
+    THEME_EXCEPTIONS,
+    audit,
+    budget,
+    open_page,
+    serious,
+    weigh,
+)
+from chapter import toc_files
+
+
+@pytest.fixture(scope="module")
+def loaded(browser, site):
+    """Each page of the book opened once at 1280 px, left as it loaded,
+    for the checks that only read it: loaded(name) -> (page, problems)."""
+    base, _ = site
+    opened = {}
+
+    def load(name):
+        if name not in opened:
+            opened[name] = open_page(browser, base, f"{name}.html")
+            opened[name][0].wait_for_timeout(300)
+        return opened[name]
+
+    yield load
+    for page, _ in opened.values():
+        page.context.close()
+
+
+@pytest.mark.parametrize("name", toc_files())
+def test_page_is_self_contained_and_clean(loaded, name):
+    page, problems = loaded(name)
+    untypeset = page.evaluate(
+        "() => [...document.querySelectorAll('.math')]"
+        ".filter(m => !m.querySelector('mjx-container')).length"
+    )
+    assert problems == {
+        "external": [],
+        "failed": [],
+        "errors": [],
+        "dialogs": [],
+    }
+    assert untypeset == 0, f"{untypeset} formulas left untypeset"
+
+
+@pytest.mark.parametrize("name", toc_files())
+def test_page_stays_within_its_weight_budget(loaded, site, name):
+    base, _ = site
+    page, _ = loaded(name)
+    fetched = weigh(page.fetched, base)
+    limit, parts = budget(name)
+    total = sum(fetched.values())
+    assert total <= limit, (
+        f"{name} fetched {total / 1024:.0f} KiB {fetched}; its budget "
+        f"(tests/page_budgets.json) is {limit / 1024:.0f} KiB = {parts}"
+    )
+
+
+@pytest.mark.parametrize("name", toc_files())
+def test_page_passes_the_accessibility_audit(loaded, name):
+    page, _ = loaded(name)
+    assert serious(audit(page, THEME_EXCEPTIONS)) == []
+
+
+@pytest.mark.parametrize("name", toc_files())
+def test_page_fits_a_phone_screen(visit, name):
+    page, problems = visit(f"{name}.html", PHONE)
+    page.wait_for_timeout(300)
+    overflow = page.evaluate(
+        "() => document.documentElement.scrollWidth - window.innerWidth"
+    )
+    assert overflow <= 0, f"the page scrolls sideways by {overflow} px"
+    assert problems["errors"] == []
