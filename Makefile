@@ -16,7 +16,7 @@ export HF_HUB_OFFLINE := 1
 unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: install book test lab screenshots bench-build bench-attention \
-	bench-pages bench-live chromium clean
+	bench-pages bench-live bench-ci chromium clean
 
 book: $(STAMP)
 	$(BIN)/jupyter-book build . -W -n --keep-going
@@ -57,6 +57,10 @@ bench-pages: book
 # The live lab in headless Chromium against Python: needs `make book` first.
 bench-live: $(STAMP)
 	$(BIN)/python tests/benchmarks/bench_live.py
+
+# CI's two steps on a fresh clone of HEAD, timed, with the cores' load.
+bench-ci: $(STAMP)
+	$(BIN)/python tests/benchmarks/bench_ci.py
 
 # uv installs exactly the pinned list (`uv pip sync`: nothing more, and
 # it removes what is no longer listed), in parallel, without compiling

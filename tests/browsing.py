@@ -1,7 +1,8 @@
 """Serve a built book on 127.0.0.1 and look at it in Debian's Chromium.
 
-Shared by tests/test_browser.py and the page-weight command
-(tests/benchmarks/page_weight.py): how pages are served, what each page
+Shared by the browser tests, the page-weight command
+(tests/benchmarks/page_weight.py) and `make screenshots`
+(tests/screenshots.py): how pages are served and opened, what each page
 fetches, its weight budget (tests/page_budgets.json) and the axe-core audit.
 """
 

@@ -2,8 +2,8 @@
 tokenizer and PyTorch, its messages, and what it downloads (nothing off
 localhost; nothing of the model before the button).
 
-The browser and the served site are conftest.py's, shared with
-test_browser.py.
+The browser and the served site are conftest.py's, shared with the other
+browser tests.
 """
 
 import random

@@ -1,6 +1,6 @@
 """The build hook (book/_ext/page_assets.py) keeps pages light and their
 markup accessible; BertViz's menus get names. Fast checks on small
-inputs; test_browser.py checks the built pages themselves."""
+inputs; test_pages.py checks the built pages themselves."""
 
 import sys
 from types import SimpleNamespace
