@@ -20,9 +20,8 @@ from browsing import (  # noqa: E402
     KINDS,
     budget,
     launch,
-    record_fetches,
+    open_page,
     serve,
-    settle,
     weigh,
 )
 from chapter import toc_files  # noqa: E402
@@ -39,16 +38,10 @@ def main(html):
     with serve(html) as base, sync_playwright() as playwright:
         browser = launch(playwright)
         for name in toc_files():
-            context = browser.new_context(
-                viewport={"width": 1280, "height": 900}
-            )
-            page = context.new_page()
-            fetched = record_fetches(page)
-            page.goto(f"{base}/{name}.html", wait_until="networkidle")
-            settle(page)
+            page, _ = open_page(browser, base, f"{name}.html")
             page.wait_for_timeout(300)
-            by_kind = weigh(fetched, base)
-            context.close()
+            by_kind = weigh(page.fetched, base)
+            page.context.close()
             limit, _ = budget(name)
             rows.append((name, by_kind, sum(by_kind.values()), limit))
         browser.close()
