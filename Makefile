@@ -64,9 +64,10 @@ bench-ci: $(STAMP)
 
 # uv installs exactly the pinned list (`uv pip sync`: nothing more, and
 # it removes what is no longer listed), in parallel, without compiling
-# (see PYTHONDONTWRITEBYTECODE above). uv reads no pip settings, so pip's
-# find-links (where a machine keeps local wheels, such as the CPU build of
-# torch) are passed on. npm runs beside it; `wait` fails if npm did.
+# (see PYTHONDONTWRITEBYTECODE above). uv reads no pip settings: the
+# folders in $PIP_FIND_LINKS (where a machine keeps local wheels, such as
+# the CPU build of torch) are passed to it as --find-links; pip.conf is not
+# read. npm runs beside it; `wait` fails if npm did.
 UV := $(shell grep '^uv==' requirements.txt)
 FIND_LINKS := $(foreach d,$(PIP_FIND_LINKS),--find-links $(d))
 install: $(STAMP)

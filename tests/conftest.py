@@ -3,8 +3,8 @@ runs under the network guard in tests/netguard. A test during which anything
 tried to reach beyond localhost fails.
 
 `make test` runs the tests on several processes (pytest-xdist, one per
-core): each has its own guard log, browser and server, and they share one
-book build.
+core, at most four): each has its own guard log, browser and server, and
+they share one book build.
 """
 
 import os
@@ -102,8 +102,9 @@ def site(built_book):
 
 @pytest.fixture(scope="session")
 def browser():
-    """Debian's Chromium, one for the whole session: Playwright's sync API
-    runs one instance at a time, so every browser test shares it."""
+    """Debian's Chromium, one per test process: Playwright's sync API
+    runs one instance at a time, so every browser test of the process
+    shares it."""
     from playwright.sync_api import sync_playwright
 
     from browsing import launch

@@ -19,11 +19,11 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def busy_seconds():
-    """Core-seconds the whole machine has spent busy since boot."""
-    fields = [int(x) for x in Path("/proc/stat").read_text().split()[1:9]]
-    user, nice, system, _idle, _iowait, irq, softirq, steal = fields
+    """Core-seconds this machine's cores have spent busy since boot."""
+    fields = [int(x) for x in Path("/proc/stat").read_text().split()[1:8]]
+    user, nice, system, _idle, _iowait, irq, softirq = fields
     ticks = os.sysconf("SC_CLK_TCK")
-    return (user + nice + system + irq + softirq + steal) / ticks
+    return (user + nice + system + irq + softirq) / ticks
 
 
 def main():
