@@ -23,7 +23,8 @@ book: $(STAMP)
 
 test: $(STAMP)
 	@command -v chromium >/dev/null || $(MAKE) chromium
-	$(BIN)/pytest -n auto --maxprocesses 4 --dist loadfile
+	$(BIN)/pytest -n auto --maxprocesses 4 --dist loadfile --no-loadscope-reorder \
+		--build-book-first
 
 # JupyterLab from .venv, on the notebooks; their `python3` kernel is the
 # venv's Python. JUPYTER_DATA_DIR keeps a `python3` kernel installed

@@ -15,6 +15,35 @@ import threading
 
 from chapter import BOOK, ROOT
 
+# Features Playwright 1.65 disables on every launch (its
+# chromiumSwitches.ts). Chromium reads only the last --disable-features, so
+# ours repeats them; test_browser.py checks that none is lost.
+PLAYWRIGHT_DISABLED = [
+    "AvoidUnnecessaryBeforeUnloadCheckSync",
+    "DestroyProfileOnBrowserClose",
+    "HttpsUpgrades",
+    "HttpsFirstBalancedModeAutoEnable",
+    "LensOverlay",
+    "MediaRouter",
+    "PaintHolding",
+    "ThirdPartyStoragePartitioning",
+    "AvoidCorsURLLoaderRestartOnRedirect",
+    "TcpPortRandomizationWin",
+    "OptimizationHints",
+    "NetworkTimeServiceQuerying",
+    "AimEnabled",
+    "PreconnectToSearch",
+    "msForceBrowserSignIn",
+    "msEdgeUpdateLaunchServicesPreferredVersion",
+]
+# Headless Chromium still builds each window's toolbar: its omnibox loads
+# two suggestion popups, WebUI pages in a renderer of their own, for every
+# browser context a test opens. They cost more CPU than most of our pages.
+OMNIBOX_POPUPS = [
+    "WebUIOmniboxPopup",
+    "WebUIOmniboxAimPopup",
+    "WebUIOmniboxFullPopup",
+]
 CHROMIUM_ARGS = [
     "--headless",
     "--no-sandbox",
@@ -22,6 +51,7 @@ CHROMIUM_ARGS = [
     "--disable-background-networking",
     "--disable-component-update",
     "--no-first-run",
+    "--disable-features=" + ",".join(PLAYWRIGHT_DISABLED + OMNIBOX_POPUPS),
 ]
 BUDGETS = ROOT / "tests" / "page_budgets.json"
 AXE = BOOK / "_vendor" / "node_modules" / "axe-core" / "axe.min.js"

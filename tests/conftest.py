@@ -9,6 +9,7 @@ they share one book build.
 
 import os
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -34,10 +35,26 @@ import netguard  # noqa: E402,F401  (installs the guard in this process)
 pytest_plugins = ["cleantree"]
 
 
+def needs_book(item):
+    return bool({"built_book", "executed_cache"} & set(item.fixturenames))
+
+
 def pytest_collection_modifyitems(items):
-    """Tests that need the book build run after those that do not, so
-    that while one process builds, the others have tests to run."""
-    items.sort(key=lambda item: "built_book" in item.fixturenames)
+    """The files none of whose tests need the book build run first, while
+    it builds. The others follow, those with the most tests first, so
+    that the processes finish together. (`make test` hands out files in
+    this order: --no-loadscope-reorder.)"""
+    files = {}
+    for item in items:
+        files.setdefault(item.path, []).append(item)
+
+    def order(path):
+        needs = any(map(needs_book, files[path]))
+        return (needs, -len(files[path]) if needs else 0)
+
+    items[:] = [
+        item for path in sorted(files, key=order) for item in files[path]
+    ]
 
 
 @pytest.fixture(autouse=True)
@@ -50,44 +67,135 @@ def no_network():
     assert not attempts, f"network access attempted:\n{attempts}"
 
 
+class BookBuild:
+    """One book build for all the test processes, in `folder` (the one
+    they share): the first process to start() runs it in the background.
+
+    It is the longest part of the run. While it builds, the tests run at a
+    lower priority (nice 10): they take the cores it leaves idle without
+    slowing it down.
+    """
+
+    def __init__(self, folder):
+        self.folder = folder
+        self.out = folder / "book" / "_build"
+        self.log = folder / "book-build.log"
+        self.done = folder / "book-done.txt"  # empty, or why it failed
+
+    def start(self):
+        import subprocess
+        import threading
+
+        from filelock import FileLock
+
+        from chapter import build_command
+
+        with FileLock(self.folder / "book.lock"):
+            if not self.log.exists():  # no process has started it
+                with open(self.log, "w") as log:
+                    build = subprocess.Popen(
+                        build_command(self.out.parent), stdout=log, stderr=log
+                    )
+                threading.Thread(target=self.finish, args=(build,)).start()
+        niceness = os.getpriority(os.PRIO_PROCESS, 0)
+        os.setpriority(os.PRIO_PROCESS, 0, max(niceness, 10))
+
+    def finish(self, build):
+        failure = ""
+        if build.wait() != 0:
+            reports = (self.out / "html" / "reports").glob("*.log")
+            failure = "the book build failed:\n" + "".join(
+                [self.log.read_text()[-9000:]]
+                + [f"\n--- {r.name}\n{r.read_text()[-3000:]}" for r in reports]
+            )
+        written = self.done.with_suffix(".part")
+        written.write_text(failure)
+        written.rename(self.done)  # at once: never read half-written
+
+    def wait(self):
+        self.start()  # if it has not started yet
+        while not self.done.exists():
+            time.sleep(0.5)
+        if failure := self.done.read_text():
+            pytest.fail(failure)
+        return self.out
+
+    def wait_executed(self, notebooks):
+        """The build's jupyter-cache, once it holds every notebook executed
+        (before Sphinx writes the pages), or the build has ended."""
+        import nbformat
+        from jupyter_cache import get_cache
+
+        self.start()
+        cache = self.out / ".jupyter_cache"
+
+        def cached(notebook):
+            try:
+                nb = nbformat.read(notebook, as_version=4)
+                get_cache(cache).match_cache_notebook(nb)
+                return True
+            except KeyError:
+                return False
+
+        while not self.done.exists():
+            # the build creates global.db; get_cache() would create it too
+            if (cache / "global.db").exists() and all(map(cached, notebooks)):
+                return cache
+            time.sleep(1)
+        self.wait()  # fails if the build failed
+        return cache
+
+
+BOOK = pytest.StashKey[BookBuild]()
+
+
+def pytest_addoption(parser):
+    parser.addoption(
+        "--build-book-first",
+        action="store_true",
+        help="start the book build as the session starts, before the tests"
+        " are collected (for a run that needs it, such as `make test`)",
+    )
+
+
+def pytest_sessionstart(session):
+    config = session.config
+    # pytest's own temporary folder, as pytest-xdist reads it
+    folder = config._tmp_path_factory.getbasetemp()
+    if WORKER:
+        folder = folder.parent  # the folder all the workers share
+    config.stash[BOOK] = BookBuild(folder)
+    controller = not WORKER and config.getoption("numprocesses", None)
+    if config.getoption("build_book_first") and not controller:
+        config.stash[BOOK].start()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def book_build(request):
+    """Start the book build as the first test starts, if one needs it."""
+    build = request.config.stash[BOOK]
+    if any(needs_book(item) for item in request.session.items):
+        build.start()
+    return build
+
+
 @pytest.fixture(scope="session")
-def built_book(tmp_path_factory):
-    """Build the whole book once, cold, with warnings as errors.
+def built_book(book_build):
+    """The whole book, built once, cold, with warnings as errors.
 
     This build is the suite's only execution of the notebooks: their
-    asserts run here, and tests/test_notebooks.py reads the executed
-    notebooks back from the build's jupyter-cache. The first process to
-    need it builds it; the others wait for it, or for its failure.
+    asserts run there, and tests/test_notebooks.py reads the executed
+    notebooks back from the build's jupyter-cache.
     """
-    import subprocess
+    return book_build.wait()
 
-    from filelock import FileLock
 
-    from chapter import build_command
+@pytest.fixture(scope="session")
+def executed_cache(book_build):
+    """The build's jupyter-cache, as soon as every notebook has run."""
+    from chapter import toc_notebooks
 
-    shared = tmp_path_factory.getbasetemp()
-    if WORKER:
-        shared = shared.parent  # the folder all the workers share
-    out, failure = shared / "book", shared / "book-failed.txt"
-    with FileLock(shared / "book.lock"):
-        if failure.exists():
-            pytest.fail(failure.read_text())
-        if not (out / "_build" / "html" / "index.html").exists():
-            run = subprocess.run(
-                build_command(out), capture_output=True, text=True
-            )
-            if run.returncode != 0:
-                reports = (out / "_build" / "html" / "reports").glob("*.log")
-                failed = "".join(
-                    f"\n--- {r.name}\n{r.read_text()[-3000:]}"
-                    for r in sorted(reports)
-                )
-                failure.write_text(
-                    f"the book build failed:\n{run.stdout[-6000:]}"
-                    f"{run.stderr[-3000:]}{failed}"
-                )
-                pytest.fail(failure.read_text())
-    return out / "_build"
+    return book_build.wait_executed(toc_notebooks())
 
 
 @pytest.fixture(scope="session")

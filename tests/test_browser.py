@@ -1,11 +1,11 @@
 """The book's views in a real browser (Debian's Chromium via Playwright):
-BertViz's head view and the head explorer answer clicks and keys, keep the
-query token in view on a phone, and show hostile text as text. The pages
-themselves are checked in test_pages.py."""
+BertViz's head view and the head explorer answer clicks and keys, and show
+hostile text as text. The pages themselves are checked in test_pages.py,
+and at a phone's width in test_phone.py."""
 
 import pytest
 
-from browsing import PHONE, THEME_EXCEPTIONS, audit, harness_page, serious
+from browsing import THEME_EXCEPTIONS, audit, harness_page, serious
 from mhabook import head_explorer
 from mhabook.bertviz_view import head_view_html
 
@@ -150,56 +150,6 @@ def test_hovering_a_term_shows_its_definition(visit):
     shown = link.evaluate(tip)
     assert "look for other tokens" in shown
     assert problems["errors"] == []
-
-
-def in_view(page, locator):
-    """Is the element wholly inside the viewport and every box that
-    clips it?"""
-    return locator.evaluate(
-        """(el) => {
-            const r = el.getBoundingClientRect();
-            const inside = (box) => r.left >= box.left - 1
-                && r.right <= box.right + 1;
-            let box = {left: 0, right: window.innerWidth};
-            if (!inside(box)) return false;
-            for (let p = el.parentElement; p; p = p.parentElement) {
-                if (getComputedStyle(p).overflowX !== "visible"
-                        && !inside(p.getBoundingClientRect())) {
-                    return false;
-                }
-            }
-            return true;
-        }"""
-    )
-
-
-def test_the_query_token_stays_in_view_on_a_phone(visit):
-    page, problems = visit("book/labs.html", PHONE)
-    for root in page.locator(".mha-explorer").all():
-        if not root.is_visible():  # e.g. inside a collapsed solution
-            continue
-        query = root.locator(".mha-token[aria-pressed=true]")
-        assert in_view(page, query), query.text_content()
-        root.locator(".mha-token").first.focus()
-        page.keyboard.press("End")
-        last = root.locator(".mha-token").last.text_content()
-        assert query.text_content() == last
-        assert in_view(page, query)
-        page.keyboard.press("Home")
-        assert in_view(page, query)
-    assert problems["errors"] == []
-
-
-def test_the_head_view_scrolls_inside_its_box_on_a_phone(visit):
-    page, _ = visit("book/real_heads.html", PHONE)
-    view = page.locator("[id^=bertviz]").first
-    view.locator("svg text").first.wait_for()
-    box = view.bounding_box()
-    assert box["x"] >= 0 and box["x"] + box["width"] <= PHONE["width"]
-    assert view.evaluate(
-        "(el) => el.scrollWidth <= el.clientWidth"
-        " || getComputedStyle(el).overflowX === 'auto'"
-    )
 
 
 def test_explorer_focus_is_visible_and_hidden_heads_keep_contrast(lab):

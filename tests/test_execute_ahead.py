@@ -8,10 +8,11 @@ import sys
 from types import SimpleNamespace
 
 import nbformat
+import yaml
 from jupyter_cache import get_cache
 from myst_nb.core.config import NbParserConfig
 
-from chapter import BOOK
+from chapter import BOOK, ROOT, toc_notebooks
 
 sys.path.insert(0, str(BOOK / "_ext"))
 import execute_ahead  # noqa: E402
@@ -41,7 +42,8 @@ def run_hook(folder, cache_path, names, **settings):
         mystnb_config=config,
         doc2path=lambda name: folder / f"{name}.ipynb",
     )
-    execute_ahead.execute_ahead(None, env, names)
+    app = SimpleNamespace(config=SimpleNamespace(execute_ahead_first=[]))
+    execute_ahead.execute_ahead(app, env, names)
 
 
 def cached(cache_path, path):
@@ -90,3 +92,20 @@ def test_nothing_runs_outside_cache_mode_or_when_excluded(tmp_path):
     )
     assert cached(cache_path, path) is None
     assert cached(cache_path, other) is None
+
+
+def test_the_named_notebooks_start_first_in_their_order():
+    names = ["a", "b", "c", "d"]
+    assert execute_ahead.in_order(names, ["c", "a"]) == ["c", "a", "b", "d"]
+    assert execute_ahead.in_order(names, []) == names
+
+
+def test_the_notebooks_named_to_start_first_are_the_books():
+    config = yaml.safe_load((ROOT / "_config.yml").read_text())
+    first = config["sphinx"]["config"]["execute_ahead_first"]
+    notebooks = [
+        p.relative_to(ROOT).with_suffix("").as_posix() for p in toc_notebooks()
+    ]
+    assert sorted(first) == sorted(notebooks), (
+        "execute_ahead_first in _config.yml lists the notebooks of _toc.yml"
+    )

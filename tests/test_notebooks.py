@@ -3,7 +3,7 @@
 The session's book build (`built_book` in conftest.py) is the suite's only
 execution of the notebooks. Their asserts run there, so a claim in the text
 that stops holding fails the build. These tests read the executed notebooks
-back from that build's jupyter-cache.
+back from that build's jupyter-cache, as soon as it holds them all.
 """
 
 import re
@@ -24,9 +24,9 @@ GLUE_DIRECTIVE = re.compile(r"^[`:]{3,}\{glue(?::\w+)?\}\s+(\S+)", re.M)
 
 
 @pytest.fixture(scope="session")
-def executed(built_book):
+def executed(executed_cache):
     """The notebook as the book build executed it, outputs included."""
-    cache = get_cache(built_book / ".jupyter_cache")
+    cache = get_cache(executed_cache)
 
     def read(path):
         _, nb = cache.merge_match_into_file(str(path))

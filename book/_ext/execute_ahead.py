@@ -8,7 +8,9 @@ myst-nb then reads them from there. A notebook that fails here is not
 cached: myst-nb runs it again and reports its error as it always has.
 
 Each kernel gets an equal share of the cores (OMP_NUM_THREADS), so that
-PyTorch's thread pools do not outnumber them.
+PyTorch's thread pools do not outnumber them. The notebooks named in the
+setting `execute_ahead_first` start first, in its order (the slowest
+first, so that the last few finish together); the rest follow.
 """
 
 import os
@@ -51,6 +53,12 @@ def uncached(cache, paths):
     return missing
 
 
+def in_order(docnames, first):
+    """`docnames` with those in `first` at the front, in its order."""
+    rank = {name: i for i, name in enumerate(first)}
+    return sorted(docnames, key=lambda name: rank.get(name, len(rank)))
+
+
 def execute_ahead(app, env, docnames):
     config = env.mystnb_config  # myst-nb's settings, its cache path set
     if config.execution_mode != "cache" or config.execution_in_temp:
@@ -59,6 +67,7 @@ def execute_ahead(app, env, docnames):
     from jupyter_cache.base import CacheBundleIn
 
     cache = get_cache(config.execution_cache_path)
+    docnames = in_order(sorted(docnames), app.config.execute_ahead_first)
     paths = [str(env.doc2path(name)) for name in docnames]
     paths = uncached(
         cache,
@@ -101,5 +110,6 @@ def execute_ahead(app, env, docnames):
 
 
 def setup(app):
+    app.add_config_value("execute_ahead_first", [], "")
     app.connect("env-before-read-docs", execute_ahead)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
