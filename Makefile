@@ -69,31 +69,20 @@ bench-ci: $(STAMP)
 # folders in $PIP_FIND_LINKS (where a machine keeps local wheels, such as
 # the CPU build of torch) are passed to it as --find-links; pip.conf is not
 # read. npm runs beside it; `wait` fails if npm did.
-# PyTorch goes first, and is compiled while uv downloads the rest: the
-# processes the tests start side by side would each compile it at once.
-# (A file compileall cannot compile is compiled, or not, on import.)
 UV := $(shell grep '^uv==' requirements.txt)
-TORCH := $(shell grep '^torch==' requirements.txt)
 FIND_LINKS := $(foreach d,$(PIP_FIND_LINKS),--find-links $(d))
 install: $(STAMP)
 
 $(STAMP): requirements.txt book/_vendor/package-lock.json
 	test -x $(BIN)/python || python3 -m venv $(VENV)
 	npm ci --prefix book/_vendor --ignore-scripts --no-audit --no-fund & \
-	npm=$$! && \
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check \
 		$(UV) && \
-	$(BIN)/uv pip install --quiet --python $(BIN)/python $(FIND_LINKS) \
-		--no-deps '$(TORCH)' && \
-	{ $(BIN)/python -m compileall -qq -j 0 \
-		$(VENV)/lib/python3*/site-packages/torch & } && \
-	compile=$$! && \
 	$(BIN)/uv pip sync --quiet --python $(BIN)/python $(FIND_LINKS) \
 		requirements.txt && \
 	$(BIN)/uv pip install --quiet --python $(BIN)/python --no-deps \
 		$(CHECKPOINT) && \
-	{ wait $$compile || true; } && \
-	wait $$npm
+	wait $$!
 	rm -f $(VENV)/.installed-*
 	touch $@
 
