@@ -63,6 +63,9 @@ bench-live: $(STAMP)
 bench-ci: $(STAMP)
 	$(BIN)/python tests/benchmarks/bench_ci.py
 
+# The environment starts without pip (installing it takes longer than
+# everything uv then installs; uv installs it, pinned, for the notebooks'
+# %pip); the machine's pip puts uv into it.
 # uv installs exactly the pinned list (`uv pip sync`: nothing more, and
 # it removes what is no longer listed), in parallel, without compiling
 # (see PYTHONDONTWRITEBYTECODE above). uv reads no pip settings: the
@@ -74,10 +77,10 @@ FIND_LINKS := $(foreach d,$(PIP_FIND_LINKS),--find-links $(d))
 install: $(STAMP)
 
 $(STAMP): requirements.txt book/_vendor/package-lock.json
-	test -x $(BIN)/python || python3 -m venv $(VENV)
+	test -x $(BIN)/python || python3 -m venv --without-pip $(VENV)
 	npm ci --prefix book/_vendor --ignore-scripts --no-audit --no-fund & \
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check \
-		$(UV) && \
+	python3 -m pip --python $(BIN)/python install --quiet \
+		--disable-pip-version-check $(UV) && \
 	$(BIN)/uv pip sync --quiet --python $(BIN)/python $(FIND_LINKS) \
 		requirements.txt && \
 	$(BIN)/uv pip install --quiet --python $(BIN)/python --no-deps \
