@@ -17,7 +17,7 @@ from chapter import BOOK, ROOT
 
 # Features Playwright 1.65 disables on every launch (its
 # chromiumSwitches.ts). Chromium reads only the last --disable-features, so
-# ours repeats them; test_browser.py checks that none is lost.
+# ours repeats them; test_chromium.py checks that none is lost.
 PLAYWRIGHT_DISABLED = [
     "AvoidUnnecessaryBeforeUnloadCheckSync",
     "DestroyProfileOnBrowserClose",
@@ -37,8 +37,9 @@ PLAYWRIGHT_DISABLED = [
     "msEdgeUpdateLaunchServicesPreferredVersion",
 ]
 # Headless Chromium still builds each window's toolbar: its omnibox loads
-# two suggestion popups, WebUI pages in a renderer of their own, for every
-# browser context a test opens. They cost more CPU than most of our pages.
+# its suggestion popups (two WebUI pages, from these three features) in a
+# renderer of their own, for every browser context a test opens: about
+# 1.8 core-seconds each, more than most of our pages cost.
 OMNIBOX_POPUPS = [
     "WebUIOmniboxPopup",
     "WebUIOmniboxAimPopup",

@@ -71,15 +71,20 @@ class BookBuild:
     """One book build for all the test processes, in `folder` (the one
     they share): the first process to start() runs it in the background.
 
-    It is the longest part of the run. While it builds, the tests run at a
-    lower priority (nice 10): they take the cores it leaves idle without
-    slowing it down.
+    It is the longest part of the run. Each process that starts or needs
+    it runs its own tests at nice 10 from then on (the build's processes
+    stay at 0), so that while it builds, the build gets most of the CPU.
+    The build has a network-guard log of its own: wait() fails if the
+    build, or a kernel it started, tried the network.
     """
+
+    TIMEOUT = 1800  # s: a build that never ends fails the tests waiting
 
     def __init__(self, folder):
         self.folder = folder
         self.out = folder / "book" / "_build"
         self.log = folder / "book-build.log"
+        self.guard_log = folder / "netguard-build.log"
         self.done = folder / "book-done.txt"  # empty, or why it failed
 
     def start(self):
@@ -92,57 +97,91 @@ class BookBuild:
 
         with FileLock(self.folder / "book.lock"):
             if not self.log.exists():  # no process has started it
+                env = {**os.environ, "NETGUARD_LOG": str(self.guard_log)}
                 with open(self.log, "w") as log:
-                    build = subprocess.Popen(
-                        build_command(self.out.parent), stdout=log, stderr=log
-                    )
+                    try:
+                        build = subprocess.Popen(
+                            build_command(self.out.parent),
+                            stdout=log,
+                            stderr=log,
+                            env=env,
+                        )
+                    except OSError as error:
+                        self.finished(f"the book build did not start: {error}")
+                        raise
                 threading.Thread(target=self.finish, args=(build,)).start()
         niceness = os.getpriority(os.PRIO_PROCESS, 0)
         os.setpriority(os.PRIO_PROCESS, 0, max(niceness, 10))
 
     def finish(self, build):
-        failure = ""
-        if build.wait() != 0:
-            reports = (self.out / "html" / "reports").glob("*.log")
-            failure = "the book build failed:\n" + "".join(
-                [self.log.read_text()[-9000:]]
-                + [f"\n--- {r.name}\n{r.read_text()[-3000:]}" for r in reports]
-            )
+        failure = "the book build failed:\n"
+        try:
+            if build.wait() == 0:
+                failure = ""
+            else:
+                reports = (self.out / "html" / "reports").glob("*.log")
+                failure += "".join(
+                    [self.log.read_text()[-9000:]]
+                    + [
+                        f"\n--- {r.name}\n{r.read_text()[-3000:]}"
+                        for r in sorted(reports)
+                    ]
+                )
+        finally:
+            self.finished(failure)
+
+    def finished(self, failure):
         written = self.done.with_suffix(".part")
         written.write_text(failure)
         written.rename(self.done)  # at once: never read half-written
 
-    def wait(self):
+    def poll(self, ready):
+        """Wait until `ready()` or the build has ended: whether it is."""
         self.start()  # if it has not started yet
+        deadline = time.monotonic() + self.TIMEOUT
         while not self.done.exists():
+            if ready():
+                return True
+            if time.monotonic() > deadline:
+                pytest.fail(f"the book build ran over {self.TIMEOUT} s")
             time.sleep(0.5)
+        return ready()
+
+    def wait(self):
+        self.poll(lambda: False)
         if failure := self.done.read_text():
             pytest.fail(failure)
+        attempts = (
+            self.guard_log.read_text() if self.guard_log.exists() else ""
+        )
+        assert not attempts, f"the book build tried the network:\n{attempts}"
         return self.out
 
     def wait_executed(self, notebooks):
         """The build's jupyter-cache, once it holds every notebook executed
-        (before Sphinx writes the pages), or the build has ended."""
+        (before Sphinx writes the pages), whatever becomes of the build."""
         import nbformat
         from jupyter_cache import get_cache
 
-        self.start()
         cache = self.out / ".jupyter_cache"
+        sources = [nbformat.read(path, as_version=4) for path in notebooks]
 
-        def cached(notebook):
-            try:
-                nb = nbformat.read(notebook, as_version=4)
-                get_cache(cache).match_cache_notebook(nb)
-                return True
-            except KeyError:
+        def all_cached():
+            # the build writes __version__.txt once it has made the
+            # database; get_cache() before that would make it too
+            if not (cache / "__version__.txt").exists():
                 return False
+            try:
+                db = get_cache(cache)
+                for source in sources:
+                    db.match_cache_notebook(source)
+            except Exception:  # not yet cached, or the database is busy
+                return False
+            return True
 
-        while not self.done.exists():
-            # the build creates global.db; get_cache() would create it too
-            if (cache / "global.db").exists() and all(map(cached, notebooks)):
-                return cache
-            time.sleep(1)
-        self.wait()  # fails if the build failed
+        if not self.poll(all_cached):
+            self.wait()  # fails with why the build failed
+            pytest.fail("the build ended without executing every notebook")
         return cache
 
 

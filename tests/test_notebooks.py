@@ -1,9 +1,11 @@
 """Every notebook in the table of contents runs top to bottom, once.
 
-The session's book build (`built_book` in conftest.py) is the suite's only
-execution of the notebooks. Their asserts run there, so a claim in the text
-that stops holding fails the build. These tests read the executed notebooks
-back from that build's jupyter-cache, as soon as it holds them all.
+The session's book build (`BookBuild` in conftest.py) executes the
+notebooks; their asserts run there, so a claim in the text that stops
+holding fails the build. These tests read the executed notebooks back from
+that build's jupyter-cache (`executed_cache`), as soon as it holds them
+all. Only `one_head` runs once more, to check that its seeded numbers
+reproduce.
 """
 
 import re
