@@ -208,6 +208,12 @@ def open_page(browser, base, path, viewport=None):
     context = browser.new_context(
         viewport=viewport or {"width": 1280, "height": 900}
     )
+    return open_in(context, base, path)
+
+
+def open_in(context, base, path):
+    """Open a page of the site in `context`, with every request off the
+    site aborted; returns (page, problems)."""
     problems = {"external": [], "failed": [], "errors": [], "dialogs": []}
 
     def route(route):
@@ -217,8 +223,8 @@ def open_page(browser, base, path, viewport=None):
             problems["external"].append(route.request.url)
             route.abort()
 
-    context.route("**/*", route)
     page = context.new_page()
+    page.route("**/*", route)
     page.fetched = record_fetches(page)
     page.on(
         "console",

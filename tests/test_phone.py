@@ -4,14 +4,32 @@ scrolls inside its own box."""
 
 import pytest
 
-from browsing import PHONE
+from browsing import PHONE, open_in
 from chapter import toc_files
 
 
+@pytest.fixture(scope="module")
+def on_phone(browser, site):
+    """Each page opened once at the phone's size, all in one browser
+    context (they share its cache: test_pages.py weighs what each page
+    fetches from an empty one): on_phone(path) -> (page, problems)."""
+    base, _ = site
+    context = browser.new_context(viewport=PHONE)
+    opened = {}
+
+    def load(path):
+        if path not in opened:
+            opened[path] = open_in(context, base, path)
+            opened[path][0].wait_for_timeout(300)
+        return opened[path]
+
+    yield load
+    context.close()
+
+
 @pytest.mark.parametrize("name", toc_files())
-def test_page_fits_a_phone_screen(visit, name):
-    page, problems = visit(f"{name}.html", PHONE)
-    page.wait_for_timeout(300)
+def test_page_fits_a_phone_screen(on_phone, name):
+    page, problems = on_phone(f"{name}.html")
     overflow = page.evaluate(
         "() => document.documentElement.scrollWidth - window.innerWidth"
     )
@@ -40,8 +58,8 @@ def in_view(page, locator):
     )
 
 
-def test_the_query_token_stays_in_view_on_a_phone(visit):
-    page, problems = visit("book/labs.html", PHONE)
+def test_the_query_token_stays_in_view_on_a_phone(on_phone):
+    page, problems = on_phone("book/labs.html")
     for root in page.locator(".mha-explorer").all():
         if not root.is_visible():  # e.g. inside a collapsed solution
             continue
@@ -57,8 +75,8 @@ def test_the_query_token_stays_in_view_on_a_phone(visit):
     assert problems["errors"] == []
 
 
-def test_the_head_view_scrolls_inside_its_box_on_a_phone(visit):
-    page, _ = visit("book/real_heads.html", PHONE)
+def test_the_head_view_scrolls_inside_its_box_on_a_phone(on_phone):
+    page, _ = on_phone("book/real_heads.html")
     view = page.locator("[id^=bertviz]").first
     view.locator("svg text").first.wait_for()
     box = view.bounding_box()
