@@ -30,7 +30,7 @@ ABOUT_BUNDLED = (
     "from MiniLM, a small model distilled from a larger one by imitating "
     "its self-attention, cut to 6 layers, and were then tuned by "
     "sentence-transformers as a sentence encoder: on about a billion pairs "
-    "of related texts, it learned to place each text's vector nearer its "
+    "of related texts, the model learned to place each text's vector nearer its "
     "partner's than the other texts' (a contrastive objective). Each text "
     "was encoded on its own and its token vectors averaged, so the tuning "
     "never showed it two sentences in one input, the second marked as a "
