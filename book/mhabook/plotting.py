@@ -305,7 +305,7 @@ def paired_bars(first, second, labels, names, ylabel, ax=None):
 
 
 BLOCK_PARTS = (
-    ("token embeddings + position embeddings", False),
+    ("embeddings: token + position + segment,\nLayerNorm", False),
     ("multi-head attention", True),
     ("add the input (residual), LayerNorm", False),
     ("feed-forward: Linear, GELU, Linear", False),
