@@ -248,6 +248,21 @@ def open_in(context, base, path):
     return page, problems
 
 
+def once_each(open_one):
+    """open_one(path) -> (page, problems), called once per path, each page
+    then given 300 ms to settle; the pages opened are in `.opened`."""
+    opened = {}
+
+    def load(path):
+        if path not in opened:
+            opened[path] = open_one(path)
+            opened[path][0].wait_for_timeout(300)
+        return opened[path]
+
+    load.opened = opened
+    return load
+
+
 def serious(violations):
     """Critical and serious violations: (rule id, help, elements)."""
     return [

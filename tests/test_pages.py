@@ -12,6 +12,7 @@ from browsing import (
     THEME_EXCEPTIONS,
     audit,
     budget,
+    once_each,
     open_page,
     serious,
     weigh,
@@ -24,16 +25,9 @@ def loaded(browser, site):
     """Each page of the book opened once at 1280 px, left as it loaded,
     for the checks that only read it: loaded(name) -> (page, problems)."""
     base, _ = site
-    opened = {}
-
-    def load(name):
-        if name not in opened:
-            opened[name] = open_page(browser, base, f"{name}.html")
-            opened[name][0].wait_for_timeout(300)
-        return opened[name]
-
+    load = once_each(lambda name: open_page(browser, base, f"{name}.html"))
     yield load
-    for page, _ in opened.values():
+    for page, _ in load.opened.values():
         page.context.close()
 
 

@@ -4,7 +4,7 @@ scrolls inside its own box."""
 
 import pytest
 
-from browsing import PHONE, open_in
+from browsing import PHONE, once_each, open_in
 from chapter import toc_files
 
 
@@ -15,15 +15,7 @@ def on_phone(browser, site):
     fetches from an empty one): on_phone(path) -> (page, problems)."""
     base, _ = site
     context = browser.new_context(viewport=PHONE)
-    opened = {}
-
-    def load(path):
-        if path not in opened:
-            opened[path] = open_in(context, base, path)
-            opened[path][0].wait_for_timeout(300)
-        return opened[path]
-
-    yield load
+    yield once_each(lambda path: open_in(context, base, path))
     context.close()
 
 
