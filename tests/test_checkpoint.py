@@ -76,14 +76,29 @@ def test_offline_falls_back_to_the_bundled_bert(hub_cache, capsys):
     start = time.perf_counter()
     resolve()  # where a hub that does not answer could make it wait
     assert time.perf_counter() - start < 30
-    capsys.readouterr()  # what resolve() printed; load_checkpoint() says it
     _, model, info = load_checkpoint()
-    assert info.name == checkpoint.BUNDLED
+    assert capsys.readouterr().out == ""  # the library prints nothing
+    assert info.name == checkpoint.BUNDLED and info.is_bundled
     assert (info.num_layers, info.num_heads, info.hidden_size) == (6, 12, 384)
     assert not info.is_bert_base
     assert "is not bert-base-uncased" in info.about()
-    printed = capsys.readouterr().out.strip().splitlines()
-    assert len(printed) == 1 and PREFERRED in printed[0]
+    assert PREFERRED in info.loaded() and "Loaded" in info.loaded()
+
+
+def test_a_model_that_is_not_bert_is_refused_with_the_fix(tmp_path):
+    from transformers import GPT2Config, LlamaConfig
+
+    for config in (GPT2Config(n_layer=1), LlamaConfig(num_hidden_layers=1)):
+        folder = tmp_path / config.model_type
+        config.save_pretrained(folder)
+        with pytest.raises(ValueError, match="not a BERT encoder.*Set MHA"):
+            load_checkpoint(str(folder))
+
+
+def test_a_folder_without_a_tokenizer_is_refused_with_the_fix(tmp_path):
+    tiny_bert().save_pretrained(tmp_path)
+    with pytest.raises(OSError, match="no tokenizer.*save_pretrained"):
+        load_checkpoint(str(tmp_path))
 
 
 def test_an_unknown_name_offline_says_what_was_tried(hub_cache):

