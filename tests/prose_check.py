@@ -22,7 +22,9 @@ HIDDEN = {"hide-input", "hide-cell", "remove-input", "remove-cell"}
 
 def clean(text):
     text = re.sub(r"\{glue(?::\w+)?\}`[^`]*`", "N", text)
-    text = re.sub(r"\{(?:term|numref|ref|cite|doc)\}`([^`<]*)[^`]*`", r"\1", text)
+    text = re.sub(
+        r"\{(?:term|numref|ref|cite|doc)\}`([^`<]*)[^`]*`", r"\1", text
+    )
     text = re.sub(r"\$\$.*?\$\$", " MATH. ", text, flags=re.S)
     text = re.sub(r"\$[^$]+\$", " MATH ", text)
     return text
@@ -41,7 +43,9 @@ def blocks(md):
                 fence.append((m.group(1), m.group(2)))
             else:
                 fence.pop()
-            folded = any(k in ("{dropdown}",) or "toggle" in k for _, k in fence)
+            folded = any(
+                k in ("{dropdown}",) or "toggle" in k for _, k in fence
+            )
             continue
         if m and not fence:  # a plain code fence
             fence.append((m.group(1), "{code}"))
@@ -105,10 +109,14 @@ def main(path, show):
                     n_words += n
                     if n > 40:
                         longs.append((n, s))
-    print(f"{path}: prose {prose}, fold {fold}, >40 {len(longs)}, mean "
-          f"{n_words / max(n_sent, 1):.1f}, code {code}, >20 {len(cells)}")
-    print(f"  prose after the first [1, 5, ...] shape cell: {after_roundtrip}; "
-          f"before the first head view: {before_view}")
+    print(
+        f"{path}: prose {prose}, fold {fold}, >40 {len(longs)}, mean "
+        f"{n_words / max(n_sent, 1):.1f}, code {code}, >20 {len(cells)}"
+    )
+    print(
+        f"  prose after the first [1, 5, ...] shape cell: {after_roundtrip}; "
+        f"before the first head view: {before_view}"
+    )
     if show:
         for n, s in longs:
             print(f"  long ({n}): {s[:200]}")

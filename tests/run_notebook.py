@@ -27,7 +27,9 @@ def run(path, checkpoint=None):
     nb = nbformat.read(path, as_version=4)
     start = time.perf_counter()
     client = nbclient.NotebookClient(
-        nb, timeout=600, kernel_name="python3",
+        nb,
+        timeout=600,
+        kernel_name="python3",
         resources={"metadata": {"path": str(path.parent)}},
     )
     error = None
@@ -38,12 +40,16 @@ def run(path, checkpoint=None):
     out = ROOT / "_build" / "run" / path.name
     out.parent.mkdir(parents=True, exist_ok=True)
     nbformat.write(nb, out)
-    print(f"{path.name}: {time.perf_counter() - start:.1f} s, written to {out}")
+    print(
+        f"{path.name}: {time.perf_counter() - start:.1f} s, written to {out}"
+    )
     for cell in nb.cells:
         for output in cell.get("outputs", []):
-            name = output.get("metadata", {}).get("scrapbook", {}).get("name")
+            record = output.get("metadata", {}).get("scrapbook", {})
+            name = record.get("name")
             if name and not name.endswith("__verdict"):
-                print(f"  {name} = {output['data'].get('text/plain', '')[:120]}")
+                text = output["data"].get(record["mime_prefix"] + "text/plain")
+                print(f"  {name} = {str(text)[:120]}")
     if error:
         print(error)
         return 1

@@ -98,13 +98,14 @@ def test_every_glued_name_in_the_text_was_computed(notebook, executed):
 
 def glued_texts(nb):
     """{name: text/plain} of every glued value of the executed notebook."""
-    return {
-        output.metadata["scrapbook"]["name"]: output.data["text/plain"]
-        for cell in code_cells(nb)
-        for output in cell.outputs
-        if "scrapbook" in output.get("metadata", {})
-        and "text/plain" in output.get("data", {})
-    }
+    texts = {}
+    for cell in code_cells(nb):
+        for output in cell.outputs:
+            record = output.get("metadata", {}).get("scrapbook")
+            if record:
+                key = record["mime_prefix"] + "text/plain"
+                texts[record["name"]] = output.data.get(key)
+    return texts
 
 
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=ids)
@@ -114,9 +115,7 @@ def test_every_glued_verdict_is_the_one_its_rule_gives(notebook, executed):
     for name, record in texts.items():
         if name.endswith("__verdict"):
             phrase = texts[name.removesuffix("__verdict")]
-            check_record(
-                ast.literal_eval(phrase), ast.literal_eval(record)
-            )
+            check_record(ast.literal_eval(phrase), ast.literal_eval(record))
 
 
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=ids)

@@ -28,8 +28,13 @@ def test_more_than_half_is_strict():
 
 @pytest.mark.parametrize(
     "count, total, word",
-    [(0, 8, "none"), (3, 8, "some"), (4, 8, "some"), (5, 8, "most"),
-     (8, 8, "all")],
+    [
+        (0, 8, "none"),
+        (3, 8, "some"),
+        (4, 8, "some"),
+        (5, 8, "most"),
+        (8, 8, "all"),
+    ],
 )
 def test_how_many(count, total, word):
     assert how_many(count, total) == word
@@ -65,9 +70,13 @@ def test_decide_names_a_missing_phrase_and_a_missing_rule():
 
 def test_a_glued_record_is_decided_again(monkeypatch):
     glued = {}
-    monkeypatch.setattr(verdicts, "glue", lambda k, v, display: glued.update({k: v}))
+    monkeypatch.setattr(
+        verdicts, "glue", lambda k, v, display: glued.update({k: v})
+    )
     outcome = verdicts.verdict(
-        "claim", "above", (torch.tensor(1.4), 1.0),
+        "claim",
+        "above",
+        (torch.tensor(1.4), 1.0),
         {True: "holds", False: "does not hold"},
     )
     assert outcome is True and glued["claim"] == "holds"

@@ -35,7 +35,9 @@ def tiny_bert(seed=0, **overrides):
     return BertModel(BertConfig(**{**settings, **overrides})).eval()
 
 
-def save_random_bert(folder, layers=3, heads=4, hidden=64, seed=0, **overrides):
+def save_random_bert(
+    folder, layers=3, heads=4, hidden=64, seed=0, **overrides
+):
     """Save a randomly initialised BERT with the bundled tokenizer in `folder`.
 
     Its shape is unlike the bundled model's, so a page that hard-codes

@@ -85,7 +85,15 @@ def sign(value, bar):
 
 RULES = {
     rule.__name__: rule
-    for rule in (above, below, all_above, more_than_half, how_many, compare, sign)
+    for rule in (
+        above,
+        below,
+        all_above,
+        more_than_half,
+        how_many,
+        compare,
+        sign,
+    )
 }
 
 
