@@ -26,6 +26,9 @@ from torch import nn
 from torch.utils.benchmark import Timer
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "book"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from record import recorded  # noqa: E402
 
 from mhabook.batched import (  # noqa: E402
     AttentionConfig,
@@ -158,4 +161,8 @@ if __name__ == "__main__":
     if sys.argv[1:2] == ["--peak"]:
         peak(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
     else:
-        main()
+        with recorded(
+            "Batched attention against PyTorch (`make bench-attention`)",
+            markdown=False,
+        ):
+            main()

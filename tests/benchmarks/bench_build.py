@@ -12,6 +12,9 @@ import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from record import recorded  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests"))
 
@@ -70,4 +73,5 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    with recorded("The book build (`make bench-build`)", markdown=False):
+        main()

@@ -11,9 +11,13 @@ figures are printed for the closing notes of a change.
 
 import os
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from record import recorded  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -61,4 +65,5 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    with recorded("CI on a fresh clone (`make bench-ci`)", markdown=True):
+        main()

@@ -38,6 +38,9 @@ from pathlib import Path
 
 import torch
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from record import recorded  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "book"))
 
@@ -331,4 +334,7 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    with recorded(
+        "The live lab in the browser (`make bench-live`)", markdown=False
+    ):
+        main()

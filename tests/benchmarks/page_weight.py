@@ -13,6 +13,9 @@ from pathlib import Path
 
 from playwright.sync_api import sync_playwright
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from record import recorded  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests"))
 
@@ -58,4 +61,11 @@ def main(html):
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1] if len(sys.argv) > 1 else ROOT / "_build" / "html"))
+    with recorded(
+        "What each page fetches (`make bench-pages`)", markdown=True
+    ):
+        main(
+            Path(
+                sys.argv[1] if len(sys.argv) > 1 else ROOT / "_build" / "html"
+            )
+        )
