@@ -15,16 +15,21 @@ export HF_HUB_OFFLINE := 1
 # is set, every process would compile every module it imports again.
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: install book test lab screenshots bench-build bench-attention \
+.PHONY: install book test lint lab screenshots bench-build bench-attention \
 	bench-pages bench-live bench-ci chromium clean
 
 book: $(STAMP)
 	$(BIN)/jupyter-book build . -W -n --keep-going
 
-test: $(STAMP)
+test: $(STAMP) lint
 	@command -v chromium >/dev/null || $(MAKE) chromium
 	$(BIN)/pytest -n auto --maxprocesses 4 --dist loadfile --no-loadscope-reorder \
 		--build-book-first
+
+# The checks the pre-commit hooks make, enforced: code and notebooks.
+lint: $(STAMP)
+	$(BIN)/ruff check book tests
+	$(BIN)/ruff format --check book tests
 
 # JupyterLab from .venv, on the notebooks; their `python3` kernel is the
 # venv's Python. JUPYTER_DATA_DIR keeps a `python3` kernel installed

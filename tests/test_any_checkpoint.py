@@ -52,7 +52,7 @@ def execute(path):
 
 
 @pytest.fixture(scope="module")
-def executed(tmp_path_factory):
+def on_random_bert(tmp_path_factory):
     """{notebook name: executed notebook}, on the random BERT."""
     folder = save_random_bert(tmp_path_factory.mktemp("random-bert"))
     saved = os.environ.get("MHA_CHECKPOINT")
@@ -74,8 +74,8 @@ def test_the_notebooks_that_load_a_checkpoint_are_found():
 
 
 @pytest.mark.parametrize("notebook", [p.stem for p in LOADS])
-def test_runs_to_the_end_and_names_the_model(notebook, executed):
-    notebooks, model_name = executed
+def test_runs_to_the_end_and_names_the_model(notebook, on_random_bert):
+    notebooks, model_name = on_random_bert
     texts = glued(notebooks[notebook])
     assert any(model_name in (t or "") for t in texts.values()), (
         f"{notebook} glues no text naming {model_name}"
@@ -88,8 +88,8 @@ def test_runs_to_the_end_and_names_the_model(notebook, executed):
             )
 
 
-def test_no_claim_about_trained_heads_holds_in_random_weights(executed):
-    notebooks, _ = executed
+def test_no_claim_about_trained_heads_holds_in_random_weights(on_random_bert):
+    notebooks, _ = on_random_bert
     seen = set()
     for nb in notebooks.values():
         texts = glued(nb)

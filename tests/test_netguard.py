@@ -34,6 +34,11 @@ def test_guard_refuses_remote_hosts_in_child_processes():
 
 
 def test_guard_lets_localhost_through():
+    before = LOG.read_text()
     server = socket.create_server(("127.0.0.1", 0))
-    with server, socket.create_connection(server.getsockname(), timeout=1):
-        pass
+    with server, socket.create_connection(server.getsockname(), 1) as conn:
+        accepted, _ = server.accept()
+        with accepted:
+            conn.sendall(b"ping")
+            assert accepted.recv(4) == b"ping"
+    assert LOG.read_text() == before  # nothing refused, nothing logged

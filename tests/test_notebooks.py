@@ -3,9 +3,8 @@
 The session's book build (`BookBuild` in conftest.py) executes the
 notebooks; their asserts run there, so a claim in the text that stops
 holding fails the build. These tests read the executed notebooks back from
-that build's jupyter-cache (`executed_cache`), as soon as it holds them
-all. Only `one_head` runs once more, to check that its seeded numbers
-reproduce.
+that build's jupyter-cache, each as soon as it holds that one. Only
+`one_head` runs once more, to check that its seeded numbers reproduce.
 """
 
 import ast
@@ -28,11 +27,13 @@ GLUE_DIRECTIVE = re.compile(r"^[`:]{3,}\{glue(?::\w+)?\}\s+(\S+)", re.M)
 
 
 @pytest.fixture(scope="session")
-def executed(executed_cache):
-    """The notebook as the book build executed it, outputs included."""
-    cache = get_cache(executed_cache)
+def executed(book_build):
+    """The notebook as the book build executed it, outputs included, as
+    soon as the build has executed that one (a selection such as
+    `-k one_head` waits for no other)."""
 
     def read(path):
+        cache = get_cache(book_build.wait_executed([path]))
         _, nb = cache.merge_match_into_file(str(path))
         return nb
 
@@ -73,13 +74,19 @@ def test_notebook_ran_top_to_bottom_in_the_build(notebook, executed):
     cells = code_cells(executed(notebook))
     counts = [cell.execution_count for cell in cells]
     assert counts == list(range(1, len(cells) + 1)), "not every cell ran"
-    errors = [
-        output.get("ename")
-        for cell in cells
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=ids)
+def test_no_cell_shows_the_reader_a_warning(notebook, executed):
+    """Text on stderr (a library's warning, a progress bar) would be shown
+    on the page (`stderr_output: show`): none may be written."""
+    written = [
+        output.text[:200]
+        for cell in code_cells(executed(notebook))
         for output in cell.outputs
-        if output.output_type == "error"
+        if output.output_type == "stream" and output.name == "stderr"
     ]
-    assert errors == []
+    assert written == []
 
 
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=ids)

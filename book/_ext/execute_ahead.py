@@ -10,7 +10,18 @@ cached: myst-nb runs it again and reports its error as it always has.
 Each kernel gets an equal share of the cores (OMP_NUM_THREADS), so that
 PyTorch's thread pools do not outnumber them. The notebooks named in the
 setting `execute_ahead_first` start first, in its order (the slowest
-first, so that the last few finish together); the rest follow.
+first, so that the last few finish together); the rest follow. A name in
+$MHA_EXECUTE_FIRST (comma-separated docnames) goes before them all: the
+tests put there the notebooks a selection such as `pytest -k one_head`
+waits for.
+
+Why not jupyter-cache's own parallel executor (`JupyterExecutorLocalMproc`,
+`jcache project execute --executor local-parallel`)? It runs the records
+of a cache project over a plain `multiprocessing.Pool()`, in no order we
+choose, each kernel with as many threads as the machine has cores, and
+myst-nb's "cache" mode never calls it. This hook adds what it lacks: the
+order (slowest first), one share of the cores per kernel, and the myst-nb
+cache records myst-nb then reads.
 """
 
 import os
@@ -67,7 +78,11 @@ def execute_ahead(app, env, docnames):
     from jupyter_cache.base import CacheBundleIn
 
     cache = get_cache(config.execution_cache_path)
-    docnames = in_order(sorted(docnames), app.config.execute_ahead_first)
+    first = [n for n in os.environ.get("MHA_EXECUTE_FIRST", "").split(",")]
+    docnames = in_order(
+        sorted(docnames),
+        [n for n in first if n] + app.config.execute_ahead_first,
+    )
     paths = [str(env.doc2path(name)) for name in docnames]
     paths = uncached(
         cache,
