@@ -68,8 +68,8 @@ bench-live: $(STAMP)
 bench-ci: $(STAMP)
 	$(BIN)/python tests/benchmarks/bench_ci.py
 
-# The environment starts without pip (ensurepip took 7.6 s; uv installs
-# the pinned pip, for the notebooks' %pip, in well under a second); the
+# The environment starts without pip (ensurepip is slow; uv installs
+# the pinned pip, for the notebooks' %pip, with the rest); the
 # machine's pip (22.3 or newer, for --python) puts uv into it.
 # uv installs exactly the pinned list (`uv pip sync`: nothing more, and
 # it removes what is no longer listed), in parallel, without compiling

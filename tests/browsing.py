@@ -38,8 +38,8 @@ PLAYWRIGHT_DISABLED = [
 ]
 # Headless Chromium still builds each window's toolbar: its omnibox loads
 # its suggestion popups (two WebUI pages, from these three features) in a
-# renderer of their own, for every browser context a test opens: about
-# 1.8 core-seconds each, more than most of our pages cost.
+# renderer of their own, for every browser context a test opens, which
+# costs more CPU than most of our pages.
 OMNIBOX_POPUPS = [
     "WebUIOmniboxPopup",
     "WebUIOmniboxAimPopup",
@@ -189,7 +189,7 @@ def harness_page(html_dir, name, body):
     import sys
 
     sys.path.insert(0, str(BOOK / "_ext"))
-    from page_assets import CDN_REWRITES
+    from vendored import CDN_REWRITES
 
     for url, local in CDN_REWRITES.items():
         body = body.replace(url, f"../_static/bundled/{local}")

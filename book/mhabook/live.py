@@ -5,7 +5,7 @@ one ONNX graph (inputs: input_ids, attention_mask, token_type_ids; output:
 the attention weights of every layer, (B, L, h, T, T)), with its large
 weights stored in float16 and all arithmetic in float32. The export is
 cached under _build/live/, keyed on the checkpoint's files and the
-exporter's versions; book/_ext/page_assets.py copies it, the vocabulary and
+exporter's versions; book/_ext/live_lab.py copies it, the vocabulary and
 onnxruntime-web's single-threaded WebAssembly build into the built site.
 live.js runs it there; wordpiece.js tokenizes as the Python tokenizer does.
 

@@ -1,0 +1,46 @@
+"""Serve the live lab (mhabook/live.py) from the built site.
+
+Sphinx extension. It exports the bundled BERT to ONNX (cached in
+_build/live/, redone only when the checkpoint changes) and copies the
+model, its vocabulary, onnxruntime-web's one WebAssembly build and the two
+view templates to _static/live/.
+"""
+
+import shutil
+import sys
+from pathlib import Path
+
+from vendored import CDN_REWRITES
+
+HERE = Path(__file__).resolve().parent
+
+
+def copy_live_lab(target):
+    """The live lab's files, into `target` (_static/live of the site)."""
+    sys.path.insert(0, str(HERE.parent))
+    import bertviz
+
+    from mhabook import live
+
+    target.mkdir(parents=True, exist_ok=True)
+    for name, source in live.site_files(live.exported()).items():
+        shutil.copyfile(source, target / name)
+    # BertViz's template, its CDN addresses pointed at our copies:
+    # live.js replaces MHA_BUNDLED with the address of _static/bundled.
+    head_view = (Path(bertviz.__file__).parent / "head_view.js").read_text()
+    for url, local in CDN_REWRITES.items():
+        head_view = head_view.replace(url, f"MHA_BUNDLED/{local}")
+    if "cdnjs" in head_view:
+        raise RuntimeError("head_view.js still loads from a CDN")
+    (target / "head_view.js").write_text(head_view)
+
+
+def copy_live_assets(app, exception):
+    if exception or app.builder.format != "html":
+        return
+    copy_live_lab(Path(app.outdir) / "_static" / "live")
+
+
+def setup(app):
+    app.connect("build-finished", copy_live_assets)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}

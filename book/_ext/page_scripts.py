@@ -1,0 +1,62 @@
+"""Load on each page only the scripts it uses, and each once.
+
+Sphinx extension. MathJax (about 1 MB) is dropped from pages without math,
+and the Jupyter widget manager (about 3.5 MB) from pages that show no
+widget in the static HTML (a notebook can hold widget state for an output
+the page removes); require.js stays on the page with the live lab, which
+draws BertViz's view. tests/page_budgets.json holds what each page may
+fetch.
+"""
+
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+WIDGET_SCRIPTS = ("bundled/require", "bundled/npm/@jupyter-widgets/")
+WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
+# The live lab (mhabook/live.py) draws BertViz's view, which needs require.js.
+LIVE_VIEW = '<div class="mha-live"'
+
+
+def drop_unused_scripts(app, pagename, templatename, context, doctree):
+    """MathJax only on pages with math, the widget manager only on pages
+    with a widget view, require.js also on the page with the live lab.
+    Runs after Sphinx and myst-nb add them."""
+    body = context.get("body") or ""
+    has_math = 'class="math' in body
+    has_widget = WIDGET_VIEW in body
+    has_live = LIVE_VIEW in body
+    mathjax = app.config.mathjax_path
+
+    def needed(script):
+        # Sphinx stores html_static_path files as "_static/<name>".
+        name = str(script.filename or "").removeprefix("_static/")
+        if name == mathjax:
+            return has_math
+        if name.startswith("bundled/require"):
+            return has_widget or has_live
+        if name.startswith(WIDGET_SCRIPTS) or (
+            script.attributes.get("type") == WIDGET_STATE
+        ):
+            return has_widget
+        return True
+
+    scripts = context.get("script_files", [])
+    context["script_files"] = [s for s in scripts if needed(s)]
+
+
+def drop_duplicate_scripts(app, pagename, templatename, context, doctree):
+    """sphinx-thebe 0.3.1 and sphinx-togglebutton register their inline
+    configuration scripts twice (once with filename None, once ''), and a
+    second `const THEBE_JS_URL` is a SyntaxError in the page."""
+    seen, unique = set(), []
+    for script in context.get("script_files", []):
+        key = (script.filename or "", str(sorted(script.attributes.items())))
+        if key not in seen:
+            seen.add(key)
+            unique.append(script)
+    context["script_files"] = unique
+
+
+def setup(app):
+    app.connect("html-page-context", drop_duplicate_scripts)
+    # After Sphinx's MathJax hook and myst-nb's widget scripts (both 500).
+    app.connect("html-page-context", drop_unused_scripts, priority=900)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,0 +1,82 @@
+"""Serve every script the book needs from the book itself.
+
+Sphinx extension. The files come from the npm registry, pinned in
+book/_vendor/package-lock.json and installed by `make book`; this hook
+copies them to _static/bundled/ in the built site (where _config.yml points
+MathJax and myst-nb's widget scripts) and rewrites the CDN addresses that
+BertViz writes into its output to the same local copies.
+
+The copies stay out of a top-level _static/ on purpose: Jupyter Book
+injects every file found there into every page.
+"""
+
+import shutil
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+NODE_MODULES = HERE.parent / "_vendor" / "node_modules"
+
+# destination under _static/bundled/ -> source under node_modules/
+ASSETS = {
+    "mathjax": "mathjax/es5",
+    "require.min.js": "requirejs/require.js",
+    "d3.min.js": "d3/dist/d3.min.js",
+    "jquery.min.js": "jquery/dist/jquery.min.js",
+    # The widget manager keeps its npm path: require-paths.js (ours, copied
+    # beside these) points require.js at it, and it finds its fonts there.
+    "npm/@jupyter-widgets/html-manager/dist": (
+        "@jupyter-widgets/html-manager/dist"
+    ),
+}
+OWN_FILES = ["require-paths.js"]
+
+# What BertViz (and notebooks copying it) load from CDNs -> local file.
+CDNJS = "https://cdnjs.cloudflare.com/ajax/libs"
+CDN_REWRITES = {
+    f"{CDNJS}/require.js/2.3.6/require.min.js": "require.min.js",
+    f"{CDNJS}/d3/5.7.0/d3.min": "d3.min",
+    f"{CDNJS}/jquery/2.0.0/jquery.min": "jquery.min",
+}
+
+
+def check_installed(app, config):
+    sources = [*ASSETS.values(), "onnxruntime-web/dist"]
+    missing = [src for src in sources if not (NODE_MODULES / src).exists()]
+    if missing:
+        raise RuntimeError(
+            f"vendored assets missing from {NODE_MODULES}: {missing}. "
+            f"Run `make book` (it runs `npm ci` in book/_vendor)."
+        )
+
+
+def rewrite_cdn_urls(app, pagename, templatename, context, doctree):
+    body = context.get("body")
+    if not body:
+        return
+    vendor = context["pathto"]("_static/bundled", 1)
+    for url, local in CDN_REWRITES.items():
+        body = body.replace(url, f"{vendor}/{local}")
+    context["body"] = body
+
+
+def copy_assets(app, exception):
+    if exception or app.builder.format != "html":
+        return
+    target = Path(app.outdir) / "_static" / "bundled"
+    target.mkdir(parents=True, exist_ok=True)
+    for name in OWN_FILES:
+        shutil.copyfile(HERE / name, target / name)
+    for name, src in ASSETS.items():
+        source, dest = NODE_MODULES / src, target / name
+        if source.is_dir():
+            shutil.copytree(source, dest, dirs_exist_ok=True)
+        else:
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(source, dest)
+
+
+def setup(app):
+    app.connect("config-inited", check_installed)
+    app.connect("html-page-context", rewrite_cdn_urls)
+    app.connect("build-finished", copy_assets)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}
