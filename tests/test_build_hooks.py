@@ -1,6 +1,6 @@
-"""The build hook (book/_ext/page_assets.py) keeps pages light and their
-markup accessible; BertViz's menus get names. Fast checks on small
-inputs; test_pages.py checks the built pages themselves."""
+"""The build hooks (book/_ext/page_scripts.py, accessible_markup.py) keep
+pages light and their markup accessible; BertViz's menus get names. Fast
+checks on small inputs; test_pages.py checks the built pages themselves."""
 
 import sys
 from types import SimpleNamespace
@@ -13,7 +13,8 @@ from chapter import BOOK
 from mhabook.bertviz_view import head_view_html
 
 sys.path.insert(0, str(BOOK / "_ext"))
-import page_assets  # noqa: E402
+import accessible_markup  # noqa: E402
+import page_scripts  # noqa: E402
 
 MATHJAX = "bundled/mathjax/tex-chtml.js"
 APP = SimpleNamespace(config=SimpleNamespace(mathjax_path=MATHJAX))
@@ -41,7 +42,7 @@ def kept(body):
         "body": body,
         "script_files": [*THEME, _JavaScript(f"_static/{MATHJAX}"), *WIDGETS],
     }
-    page_assets.drop_unused_scripts(APP, "page", "page.html", context, None)
+    page_scripts.drop_unused_scripts(APP, "page", "page.html", context, None)
     return [s.filename for s in context["script_files"]]
 
 
@@ -72,7 +73,7 @@ def test_bibliography_entries_are_list_items():
         "body": '<div role="list" class="citation-list">'
         '<div class="citation" id="a" role="doc-biblioentry">A</div></div>'
     }
-    page_assets.accessible_markup(None, "refs", "", context, None)
+    accessible_markup.accessible_markup(None, "refs", "", context, None)
     assert "doc-biblioentry" not in context["body"]
     assert 'id="a" role="listitem"' in context["body"]
 
@@ -82,7 +83,7 @@ def test_code_cell_toggles_are_named_by_their_visible_text():
         "body": '<summary aria-label="Toggle hidden content">\n'
         '<p class="collapsed admonition-title">Show code cell content</p>'
     }
-    page_assets.accessible_markup(None, "page", "", context, None)
+    accessible_markup.accessible_markup(None, "page", "", context, None)
     assert context["body"].startswith("<summary>\n")
 
 
