@@ -202,11 +202,13 @@ def harness_page(html_dir, name, body):
     return f"{name}/index.html"
 
 
-def open_page(browser, base, path, viewport=None):
+def open_page(browser, base, path, viewport=None, dark=False):
     """Open a page of the site in a fresh context (an empty cache);
-    returns (page, problems). `viewport` defaults to a desktop's."""
+    returns (page, problems). `viewport` defaults to a desktop's; `dark`
+    is a reader whose system prefers dark colours."""
     context = browser.new_context(
-        viewport=viewport or {"width": 1280, "height": 900}
+        viewport=viewport or {"width": 1280, "height": 900},
+        color_scheme="dark" if dark else "light",
     )
     return open_in(context, base, path)
 

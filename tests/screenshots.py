@@ -1,10 +1,12 @@
 """Take screenshots of a built book: every page, full length, at 1280 px
-and at 390 px (a phone), and the three pictures the README shows.
+in light and dark colours and at 390 px (a phone), and the three pictures
+the README shows.
 
 Run with `make screenshots` (it builds the book first and copies the
 README's pictures into book/images/), or
 `python tests/screenshots.py _build/html`. The pictures go to
-_build/screenshots/ (the phone's in 390px/), to look at after a change.
+_build/screenshots/ (dark ones in dark/, the phone's in 390px/), to look
+at after a change. `--pages=one_head,labs` takes only those pages.
 """
 
 import sys
@@ -25,21 +27,25 @@ README = {  # name: (page, the element shown)
 }
 
 
-def main(html):
+def main(html, only=None):
+    names = [n for n in toc_files() if not only or n.split("/")[-1] in only]
     with serve(html) as base, sync_playwright() as playwright:
         browser = launch(playwright)
-        for name in toc_files():
-            for viewport, folder in (
-                (None, SCREENSHOTS),
-                (PHONE, SCREENSHOTS / "390px"),
+        for name in names:
+            for viewport, dark, folder in (
+                (None, False, SCREENSHOTS),
+                (None, True, SCREENSHOTS / "dark"),
+                (PHONE, False, SCREENSHOTS / "390px"),
             ):
-                page, _ = open_page(browser, base, f"{name}.html", viewport)
+                page, _ = open_page(
+                    browser, base, f"{name}.html", viewport, dark
+                )
                 page.wait_for_timeout(300)
                 folder.mkdir(parents=True, exist_ok=True)
                 path = folder / f"{name.replace('/', '_')}.png"
                 page.screenshot(path=path, full_page=True)
                 page.context.close()
-        for name, (path, selector) in README.items():
+        for name, (path, selector) in README.items() if not only else ():
             page, _ = open_page(
                 browser, base, path, {"width": 1000, "height": 900}
             )
@@ -48,8 +54,15 @@ def main(html):
             )
             page.context.close()
         browser.close()
-    print(f"screenshots of {len(toc_files())} pages in {SCREENSHOTS}")
+    print(f"screenshots of {len(names)} pages in {SCREENSHOTS}")
 
 
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else ROOT / "_build" / "html")
+    args = [a for a in sys.argv[1:] if not a.startswith("--pages=")]
+    pages = [
+        a.split("=", 1)[1] for a in sys.argv[1:] if a.startswith("--pages=")
+    ]
+    main(
+        args[0] if args else ROOT / "_build" / "html",
+        pages[0].split(",") if pages else None,
+    )

@@ -143,16 +143,46 @@
       ". Line width and opacity show the attention weight.";
   }
 
+  // The key the shown heads give the query most weight, itself aside.
+  function target() {
+    let best = state.query;
+    let most = -1;
+    tokens.forEach((_, k) => {
+      if (k === state.query) {
+        return;
+      }
+      let weight = 0;
+      heads.forEach((head, h) => {
+        weight += state.shown[h] ? head.weights[state.query][k] : 0;
+      });
+      if (weight > most) {
+        most = weight;
+        best = k;
+      }
+    });
+    return best;
+  }
+
   // On a narrow screen the row of tokens scrolls sideways (the arcs with
-  // it): keep the query token in view.
-  function keepInView(button) {
-    const left = button.offsetLeft;
-    const right = left + button.offsetWidth;
-    if (left < stage.scrollLeft) {
-      stage.scrollLeft = left - 8;
-    } else if (right > stage.scrollLeft + stage.clientWidth) {
-      stage.scrollLeft = right - stage.clientWidth + 8;
+  // it): keep the query token in view, and the token it attends to most
+  // if both fit.
+  function keepInView(query, key) {
+    const ends = [query, key].map((b) => [b.offsetLeft, b.offsetLeft + b.offsetWidth]);
+    const left = Math.min(ends[0][0], ends[1][0]);
+    const right = Math.max(ends[0][1], ends[1][1]);
+    const [qLeft, qRight] = ends[0];
+    if (right - left + 16 <= stage.clientWidth) {
+      if (left < stage.scrollLeft) {
+        stage.scrollLeft = left - 8;
+      } else if (right > stage.scrollLeft + stage.clientWidth) {
+        stage.scrollLeft = right - stage.clientWidth + 8;
+      }
+    } else if (qLeft < stage.scrollLeft) {
+      stage.scrollLeft = qLeft - 8;
+    } else if (qRight > stage.scrollLeft + stage.clientWidth) {
+      stage.scrollLeft = qRight - stage.clientWidth + 8;
     }
+    stage.classList.toggle("mha-scrolls", row.scrollWidth > stage.clientWidth + 1);
   }
 
   function draw() {
@@ -165,7 +195,7 @@
       toggle.setAttribute("aria-pressed", String(state.shown[h]));
     });
     caption.textContent = describe();
-    keepInView(buttons[state.query]);
+    keepInView(buttons[state.query], buttons[target()]);
 
     // Centres in the stage's scrolled content, which the svg spans.
     const centres = buttons.map(
@@ -176,15 +206,22 @@
     // Built apart, then put in at once: one change to the page, not one
     // per arc.
     const arcs = document.createDocumentFragment();
-    const from = centres[state.query];
+    // Heads that send a query to the same key must not hide each other:
+    // each head's arcs leave and land a little apart, and long arcs top
+    // out at a height of their own.
+    const spread = Math.min(12, (height - 40) / heads.length);
+    const nudge = Math.min(4, 24 / heads.length);
     heads.forEach((head, h) => {
       if (!state.shown[h]) {
         return;
       }
+      const shift = (h - (heads.length - 1) / 2) * nudge;
+      const from = centres[state.query] + shift;
+      const top = height - 6 - spread * h;
       head.weights[state.query].forEach((weight, k) => {
-        const to = centres[k];
+        const to = centres[k] + shift;
         // A quadratic curve peaks at half its control point's height.
-        const lift = Math.min(height - 6, 16 + 0.4 * Math.abs(to - from) + 3 * h);
+        const lift = Math.min(top, 16 + 0.4 * Math.abs(to - from) + 3 * h);
         const loop = 18 + 3 * h;
         const d = k === state.query
           ? "M" + (from - 5) + "," + height + " C" + (from - 14) + "," +
