@@ -343,3 +343,64 @@ def test_the_head_view_of_every_layer_has_working_menus(
     labels = svg.locator("text").all_text_contents()
     assert labels == ["[CLS]", "time", "flies", "[SEP]", "fruit", "[SEP]"]
     assert problems["errors"] == [] and problems["external"] == []
+
+
+LONG_TASKS = """() => { window.mhaLong = [];
+  new PerformanceObserver((list) => {
+    for (const e of list.getEntries()) window.mhaLong.push(e.duration);
+  }).observe({type: 'longtask'}); }"""
+BERTVIZ_LINES = 2500  # live.js
+
+
+def test_long_input_never_freezes_the_page(lab):
+    """With every view on screen, the page's work per edit is bounded at
+    any length: the model runs in a worker, the explorer draws at most 24
+    arcs a head, and BertViz draws only what fits its line budget (at 128
+    and 512 tokens, a note instead). The 200 ms target for any one task
+    is `make bench-live`'s; here no task may freeze the page for 1 s."""
+    page, problems = lab
+    page.locator(".mha-live-bertviz").scroll_into_view_if_needed()
+    page.evaluate(LONG_TASKS)
+    for n in (32, 128, 512):
+        page.evaluate("() => { window.mhaLong = []; }")
+        page.get_by_label("Sentence B (optional)").fill("")
+        page.get_by_label("Sentence A").fill(" ".join(["word"] * (n - 2)))
+        page.wait_for_function(
+            "(n) => document.querySelector('.mha-live-status')"
+            ".textContent.includes(' on ' + n + ' tokens: ')",
+            arg=n,
+            timeout=90_000,
+        )
+        lines = page.locator(".mha-live-bertviz line").count()
+        arcs = page.locator(".mha-live-explorer .mha-arc").count()
+        assert lines <= BERTVIZ_LINES
+        assert arcs <= 12 * 24
+        if n >= 128:
+            note = page.locator(".mha-live-bertviz .mha-live-note")
+            assert f"At {n} tokens" in note.text_content()
+        else:
+            assert lines > 0
+        assert max(page.evaluate("() => window.mhaLong"), default=0) < 1000
+        assert "from your last edit to the last view drawn" in status(page)
+    assert problems["errors"] == []
+
+
+def test_views_that_no_longer_match_the_text_say_so(lab):
+    page, _ = lab
+    page.get_by_label("Sentence A").fill("a dog barked")
+    page.wait_for_function("() => window.mhaLive.shown.tokens.includes('dog')")
+    views = page.locator(".mha-live-views")
+    assert "mha-stale" not in (views.get_attribute("class") or "")
+    page.get_by_label("Sentence B (optional)").fill("")
+    page.get_by_label("Sentence A").fill("  ")
+    page.wait_for_function(
+        "() => document.querySelector('.mha-live-views')"
+        ".classList.contains('mha-stale')"
+    )
+    assert page.locator(".mha-live-stale-note").is_visible()
+    page.get_by_label("Sentence A").fill("a cat")
+    page.wait_for_function(
+        "() => !document.querySelector('.mha-live-views')"
+        ".classList.contains('mha-stale')"
+    )
+    assert not page.locator(".mha-live-stale-note").is_visible()

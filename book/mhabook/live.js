@@ -18,18 +18,22 @@
  *                        the inputs, run the model, show the result in
  *                        the explorer and the table (BertViz follows:
  *                        see below). attention is nested arrays
- *                        (L, h, T, T) of the run for these texts (the
- *                        page shows it unless a later run has replaced
- *                        it). textB may be "" (one sentence).
+ *                        (L, h, T, T) of the run for these texts, built
+ *                        when it is read (the page shows it unless a
+ *                        later run has replaced it). textB may be "".
  *   attend(textA, textB) -> Promise of {tokens, token_type_ids, attention,
  *                        ms}: the model only, nothing shown; ms is the
  *                        time of the model's run.
  *   shown             -> the last {tokens, attention} shown, or null.
+ *   waited            -> ms from the last edit to the last view drawn.
  *
- * BertViz's head view draws 12 x T x T SVG lines, which takes longer than
- * the model and the other views together (about 0.2 s at 13 tokens and 1 s
- * at 32 on a 2-core machine): it is drawn only while it is on screen, in a
- * task of its own after the other views have painted, and when it scrolls
+ * The page never waits long on one task: the model runs in a worker
+ * (live-worker.js), which also sums the table's shares; the views read
+ * the weights through views of the worker's array, not copies. BertViz's
+ * head view draws one SVG line per head and pair of tokens: it is drawn
+ * only while it is on screen, after the other views, with as many heads
+ * as fit BERTVIZ_LINES (the others one click away in its own colour
+ * boxes), and not at all when one head would not fit; when it scrolls
  * into view it catches up with the last run.
  * Errors (empty text, too many tokens, a failed download) reject the
  * promise with an Error whose message the lab also shows.
@@ -49,6 +53,9 @@
   const base = siteRoot + params.folder + "/";
   const bundled = siteRoot + "_static/bundled";
   const megabytes = (bytes) => (bytes / 1e6).toFixed(0) + " MB";
+  // What BertViz may draw at once: more lines hold up the page for more
+  // than about 200 ms on a slow machine.
+  const BERTVIZ_LINES = 2500;
   const SERVE_HINT =
     "Serve the built site over http instead: in its folder (_build/html), " +
     "run `python -m http.server`, then open " +
@@ -116,11 +123,21 @@
   views.hidden = true;
   const explorerHeading = element("label", "mha-live-heading");
   explorerHeading.append("Head explorer of layer ", layerMenu);
+  const headMenu = element("select", "mha-live-layer");
+  const headField = element("label", "mha-live-heading");
+  headField.append("Heads drawn in the head view: ", headMenu);
+  headField.hidden = true;
+  const staleNote = element("p", "mha-live-stale-note",
+    "The views below still show the last text that ran: fix the text " +
+    "above to update them.");
+  staleNote.hidden = true;
   views.append(
+    staleNote,
     explorerHeading,
     explorerSlot,
     element("p", "mha-live-heading",
       "BertViz head view (every layer: use its Layer menu)"),
+    headField,
     bertvizSlot,
     element("p", "mha-live-heading",
       "Share of each head's attention on [CLS] and [SEP]"),
@@ -166,10 +183,19 @@
   }
 
   const templates = {};
-  let ort = null;
-  let session = null;
+  let worker = null;
   let tokenizer = null;
   let loading = null;
+  const waiting = new Map(); // message id -> {resolve, reject}
+  let messages = 0;
+
+  function ask(message, transfer) {
+    message.id = ++messages;
+    return new Promise((resolve, reject) => {
+      waiting.set(message.id, { resolve, reject });
+      worker.postMessage(message, transfer || []);
+    });
+  }
 
   function load() {
     if (!loading) {
@@ -207,18 +233,32 @@
       download(base + params.model),
     ]);
     say("Starting the model\u2026");
+    worker = new Worker(base + "live-worker.js", { type: "module" });
+    worker.onmessage = (event) => {
+      const reply = event.data;
+      const pending = waiting.get(reply.id);
+      waiting.delete(reply.id);
+      if (reply.error) {
+        pending.reject(new Error(reply.error));
+      } else {
+        pending.resolve(reply);
+      }
+    };
+    worker.onerror = (event) => {
+      event.preventDefault();
+      for (const pending of waiting.values()) {
+        pending.reject(new Error("The model's worker stopped (" +
+          (event.message || "no reason given") + "). " + SERVE_HINT));
+      }
+      waiting.clear();
+    };
     try {
-      ort = await import(base + params.runtime);
+      await ask({ type: "load", runtime: base + params.runtime, wasm: wasm,
+        model: model }, [wasm.buffer, model.buffer]);
     } catch (error) {
-      throw new Error("Could not load onnxruntime-web (" + error.message +
+      throw new Error("Could not start onnxruntime-web (" + error.message +
         "). " + SERVE_HINT);
     }
-    ort.env.wasm.numThreads = 1; // no SharedArrayBuffer needed
-    ort.env.wasm.proxy = false;
-    ort.env.wasm.wasmBinary = wasm;
-    session = await ort.InferenceSession.create(model, {
-      executionProviders: ["wasm"],
-    });
     tokenizer = window.MhaWordPiece.fromVocab(vocab);
     templates.explorer = explorerJs;
     templates.headView = headViewJs.replace(/MHA_BUNDLED/g, bundled);
@@ -245,7 +285,9 @@
     return encoded;
   }
 
-  function nested(data, L, h, T) {
+  // The weights as views of the worker's array: [l][k][i] is query i's
+  // row of head k in layer l, a Float32Array (no copy).
+  function rows(data, L, h, T) {
     const attention = [];
     for (let l = 0; l < L; l++) {
       const layer = [];
@@ -253,13 +295,26 @@
         const head = [];
         for (let i = 0; i < T; i++) {
           const start = ((l * h + k) * T + i) * T;
-          head.push(Array.from(data.subarray(start, start + T)));
+          head.push(data.subarray(start, start + T));
         }
         layer.push(head);
       }
       attention.push(layer);
     }
     return attention; // (L, h, T, T)
+  }
+
+  // Plain nested arrays, for BertViz and for the page's API.
+  function plain(attention) {
+    return attention.map((layer) => layer.map((head) =>
+      head.map((row) => Array.from(row))));
+  }
+
+  function withPlainAttention(result) {
+    return {
+      tokens: result.tokens,
+      get attention() { return plain(result.attention); },
+    };
   }
 
   let queue = Promise.resolve();
@@ -269,23 +324,27 @@
       await load();
       const encoded = encode(textA, textB);
       const T = encoded.tokens.length;
-      const tensor = (values) => new ort.Tensor("int64",
-        BigInt64Array.from(values, (v) => BigInt(v)), [1, T]);
-      const feeds = {
-        input_ids: tensor(encoded.input_ids),
-        attention_mask: tensor(encoded.input_ids.map(() => 1)),
-        token_type_ids: tensor(encoded.token_type_ids),
-      };
-      const began = performance.now();
-      const outputs = await session.run(feeds);
-      const ms = performance.now() - began;
-      const [, L, h] = outputs.attentions.dims; // (1, L, h, T, T)
-      return {
+      const special = [];
+      encoded.tokens.forEach((t, k) => {
+        if (t === "[CLS]" || t === "[SEP]") {
+          special.push(k);
+        }
+      });
+      const reply = await ask({
+        type: "run",
+        input_ids: encoded.input_ids,
+        token_type_ids: encoded.token_type_ids,
+        special: special,
+      });
+      const [, L, h] = reply.dims; // (1, L, h, T, T)
+      const result = {
         tokens: encoded.tokens,
         token_type_ids: encoded.token_type_ids,
-        attention: nested(outputs.attentions.data, L, h, T),
-        ms: ms,
+        attention: rows(reply.data, L, h, T),
+        shares: reply.shares,
+        ms: reply.ms,
       };
+      return result;
     });
     queue = job.catch(() => undefined);
     return job;
@@ -296,8 +355,13 @@
     shown: null,
     explorerParams: {},
     bertvizParams: {},
+    waited: null,
     load: load,
-    attend: attend,
+    attend: (textA, textB) => attend(textA, textB).then((result) => ({
+      ...withPlainAttention(result),
+      token_type_ids: result.token_type_ids,
+      ms: result.ms,
+    })),
     run: run,
   };
   let serial = 0;
@@ -324,8 +388,11 @@
   function showExplorer(result) {
     const layer = Number(layerMenu.value);
     const pressed = explorerSlot.querySelector(".mha-token[aria-pressed=true]");
-    const query = Math.min(pressed ? Number(pressed.dataset.index) : 0,
-      result.tokens.length - 1);
+    // At first, the word the lab's text speaks of ("flies"), or the
+    // first word; then the token the reader chose.
+    const opening = result.tokens.indexOf("flies");
+    const query = Math.min(pressed ? Number(pressed.dataset.index)
+      : opening >= 0 ? opening : 1, result.tokens.length - 1);
     const value = {
       tokens: result.tokens,
       heads: result.attention[layer].map((weights, h) => ({
@@ -343,11 +410,58 @@
     explorerSlot.replaceChildren(holder, script);
   }
 
+  // The head view's heads, in groups that fit BERTVIZ_LINES: the menu
+  // picks the group drawn.
+  function headGroups(T, h) {
+    const fit = Math.min(h, Math.floor(BERTVIZ_LINES / (T * T)));
+    const groups = [];
+    for (let first = 0; fit > 0 && first < h; first += fit) {
+      const heads = [];
+      for (let k = first; k < Math.min(h, first + fit); k++) {
+        heads.push(k);
+      }
+      groups.push(heads);
+    }
+    return groups;
+  }
+
+  function showHeadMenu(groups) {
+    const labels = groups.map((heads) => heads.length === 1
+      ? "head " + heads[0]
+      : "heads " + heads[0] + "\u2013" + heads[heads.length - 1]);
+    const current = Array.from(headMenu.options).map((o) => o.textContent);
+    if (labels.join() !== current.join()) {
+      const chosen = Math.min(Number(headMenu.value) || 0, labels.length - 1);
+      headMenu.replaceChildren(...labels.map((label, i) => {
+        const option = element("option", "", label);
+        option.value = String(i);
+        return option;
+      }));
+      headMenu.value = String(Math.max(0, chosen));
+    }
+    headField.hidden = groups.length < 2;
+  }
+
   function showBertviz(result) {
     const tokens = result.tokens;
     const T = tokens.length;
+    const h = result.attention[0].length;
+    const groups = headGroups(T, h);
+    showHeadMenu(groups);
+    if (groups.length === 0) {
+      bertvizSlot.replaceChildren(element("p", "mha-live-note",
+        "At " + T + " tokens, one head of the head view would draw " +
+        T * T + " lines, more than this page draws without holding up " +
+        "your typing. The head explorer above and the table below show " +
+        "every head; shorten the text to about " +
+        Math.floor(Math.sqrt(BERTVIZ_LINES)) + " tokens to see the head " +
+        "view."));
+      return;
+    }
+    const heads = groups[Number(headMenu.value) || 0];
     const bStart = result.token_type_ids.indexOf(1);
-    const all = result.attention;
+    const all = result.attention.map((layer) => heads.map((k) =>
+      layer[k].map((row) => Array.from(row))));
     const slice = (rows, cols) => all.map((layer) => layer.map((head) =>
       head.slice(rows[0], rows[1]).map((row) => row.slice(cols[0], cols[1]))));
     const filters = [{ name: "All", attn: all, left_text: tokens,
@@ -370,7 +484,7 @@
       attention: filters,
       default_filter: "0",
       layer: layer,
-      heads: null, // all heads
+      heads: null, // every head of the group
       include_layers: all.map((_, l) => l),
     };
     const [id, script] = inject(templates.headView, "PYTHON_PARAMS",
@@ -382,9 +496,11 @@
     menus.style.userSelect = "none";
     menus.append("Layer: ", element("select"));
     menus.lastChild.id = "layer";
+    menus.lastChild.setAttribute("aria-label", "Layer");
     if (filters.length > 1) {
       const filter = element("select");
       filter.id = "filter";
+      filter.setAttribute("aria-label", "Attention");
       filters.forEach((f, i) => {
         const option = element("option", "", f.name);
         option.value = String(i);
@@ -404,104 +520,134 @@
   }
 
   function showSummary(result) {
-    const special = result.tokens.map((t) => t === "[CLS]" || t === "[SEP]");
     const table = element("table", "mha-live-table");
     table.append(element("caption", "",
       "Rows: layers; columns: heads. Each cell: the share of attention, " +
       "averaged over all query tokens, that goes to [CLS] and [SEP]."));
+    const L = result.attention.length;
+    const h = result.attention[0].length;
     const head = element("tr");
     head.append(element("th", "", "layer"));
-    result.attention[0].forEach((_, h) => {
-      const th = element("th", "", String(h));
+    for (let k = 0; k < h; k++) {
+      const th = element("th", "", String(k));
       th.scope = "col";
       head.append(th);
-    });
+    }
     table.append(head);
-    result.attention.forEach((layer, l) => {
+    for (let l = 0; l < L; l++) {
       const row = element("tr");
       const th = element("th", "", String(l));
       th.scope = "row";
       row.append(th);
-      layer.forEach((weights) => {
-        let share = 0;
-        weights.forEach((queryRow) => {
-          queryRow.forEach((w, k) => { share += special[k] ? w : 0; });
-        });
-        share /= weights.length;
+      for (let k = 0; k < h; k++) {
+        const share = result.shares[l * h + k];
         const cell = element("td", "", share.toFixed(2));
         cell.style.setProperty("--mha-share", share.toFixed(3));
         row.append(cell);
-      });
+      }
       table.append(row);
-    });
+    }
     summarySlot.replaceChildren(table);
   }
 
   // BertViz: drawn only on screen, after the other views (see the top).
+  // Each update resolves once the head view is drawn, or left as it is.
   let bertvizVisible = false;
   let bertvizDrawn = null; // the result BertViz shows
-  let bertvizWaiting = false;
+  let bertvizWaiting = null;
   function updateBertviz() {
-    if (!bertvizVisible || !last || last === bertvizDrawn || bertvizWaiting) {
-      return;
+    if (!bertvizVisible || !last || last === bertvizDrawn) {
+      return Promise.resolve();
     }
-    bertvizWaiting = true;
-    requestAnimationFrame(() => setTimeout(() => {
-      bertvizWaiting = false;
-      if (bertvizVisible && last !== bertvizDrawn) {
-        bertvizDrawn = last;
-        showBertviz(last);
-      }
-    }));
+    if (!bertvizWaiting) {
+      bertvizWaiting = nextFrame().then(async () => {
+        bertvizWaiting = null;
+        if (bertvizVisible && last !== bertvizDrawn) {
+          bertvizDrawn = last;
+          showBertviz(last);
+          await drawn(bertvizSlot);
+        }
+      });
+    }
+    return bertvizWaiting;
   }
   new IntersectionObserver((entries) => {
     bertvizVisible = entries[entries.length - 1].isIntersecting;
     updateBertviz();
   }).observe(bertvizSlot);
 
+  // After the next paint.
+  function nextFrame() {
+    return new Promise((resolve) =>
+      requestAnimationFrame(() => setTimeout(resolve, 0)));
+  }
+
+  // Until BertViz, which draws once require.js has its libraries, has
+  // drawn into `slot` (or gave up: at most 5 s), then painted.
+  async function drawn(slot) {
+    const until = performance.now() + 5000;
+    while (slot.querySelector("script") && !slot.querySelector("#vis svg") &&
+      performance.now() < until) {
+      await nextFrame();
+    }
+    await nextFrame();
+  }
+
   function show(result) {
+    views.classList.remove("mha-stale");
+    staleNote.hidden = true;
     showExplorer(result);
     showSummary(result);
     last = result;
-    api.shown = { tokens: result.tokens, attention: result.attention };
-    updateBertviz();
+    api.shown = withPlainAttention(result);
+    return updateBertviz();
   }
 
   let latest = 0;
+  let editedAt = 0; // when the reader last changed the text
   async function run(textA, textB) {
     inputA.value = textA;
     inputB.value = textB || "";
+    editedAt = performance.now();
     return rerun();
   }
 
   async function rerun() {
     const ticket = ++latest;
+    const since = editedAt || performance.now();
     try {
       const result = await attend(inputA.value, inputB.value);
       if (ticket === latest) {
-        const began = performance.now();
-        show(result);
-        const total = result.ms + performance.now() - began;
+        await show(result);
+        await nextFrame();
+        api.waited = performance.now() - since;
         say("Ran " + params.name + " on " + result.tokens.length +
-          " tokens in " + total.toFixed(0) + " ms.");
+          " tokens: " + api.waited.toFixed(0) + " ms from your last edit " +
+          "to the last view drawn (the model itself: " +
+          result.ms.toFixed(0) + " ms).");
       }
-      return { tokens: result.tokens, attention: result.attention };
+      return withPlainAttention(result);
     } catch (error) {
       if (ticket === latest) {
         say(error.message, true);
+        if (last) {
+          views.classList.add("mha-stale");
+          staleNote.hidden = false;
+        }
       }
       throw error;
     }
   }
 
-  // 5. Wiring: the button, debounced edits, the layer menu.
+  // 5. Wiring: the button, debounced edits, the menus.
   loadButton.addEventListener("click", () => {
     load().then(rerun).catch(() => undefined);
   });
   let timer = null;
   for (const input of [inputA, inputB]) {
     input.addEventListener("input", () => {
-      if (!session) {
+      editedAt = performance.now();
+      if (!worker) {
         return;
       }
       clearTimeout(timer);
@@ -511,6 +657,14 @@
   layerMenu.addEventListener("change", () => {
     if (last) {
       showExplorer(last);
+    }
+  });
+  headMenu.addEventListener("change", () => {
+    if (last && bertvizVisible) {
+      bertvizDrawn = last;
+      showBertviz(last);
+    } else {
+      bertvizDrawn = null;
     }
   });
   window.mhaLive = api;
