@@ -243,7 +243,7 @@ def site_files(live):
     files = {"bert.onnx": live.model, "vocab.txt": live.vocab}
     for name in ORT_FILES:
         files[name] = ORT_DIST / name
-    for name in [*PAGE_CSS, *PAGE_JS, "explorer.js"]:
+    for name in [*PAGE_CSS, *PAGE_JS, "explorer.js", "live-worker.js"]:
         files[name] = HERE / name
     missing = [str(p) for p in files.values() if not Path(p).exists()]
     if missing:
