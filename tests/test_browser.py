@@ -168,3 +168,24 @@ def test_explorer_focus_is_visible_and_hidden_heads_keep_contrast(lab):
         == "false"
     )
     assert serious(audit(page, THEME_EXCEPTIONS)) == []
+
+
+def test_two_heads_sending_it_to_cat_are_both_visible(lab):
+    """Lab 1: the subject and coreference heads both send "it" to "cat";
+    their arcs must not lie one under the other."""
+    page, root = lab
+    root.get_by_role("button", name="it", exact=True).click()
+    arcs = root.evaluate(
+        """(el) => {
+            const tokens = [...el.querySelectorAll('.mha-token')]
+                .map((b) => b.textContent);
+            const cat = String(tokens.indexOf('cat'));
+            return [...el.querySelectorAll('.mha-arc')]
+                .filter((p) => p.dataset.key === cat)
+                .filter((p) => ['1', '3'].includes(p.dataset.head))
+                .map((p) => { const b = p.getBBox();
+                    return [p.dataset.head, b.x, b.y, b.width]; });
+        }"""
+    )
+    (_, x1, y1, _), (_, x2, y2, _) = sorted(arcs)
+    assert abs(y1 - y2) >= 8 or abs(x1 - x2) >= 8, arcs

@@ -64,3 +64,38 @@ def test_page_stays_within_its_weight_budget(loaded, site, name):
 def test_page_passes_the_accessibility_audit(loaded, name):
     page, _ = loaded(name)
     assert serious(audit(page, THEME_EXCEPTIONS)) == []
+
+
+@pytest.fixture(scope="module")
+def loaded_dark(browser, site):
+    """Each page opened once at 1280 px by a reader whose system prefers
+    dark colours (the theme follows it): loaded_dark(name)."""
+    base, _ = site
+    load = once_each(
+        lambda name: open_page(browser, base, f"{name}.html", dark=True)
+    )
+    yield load
+    for page, _ in load.opened.values():
+        page.context.close()
+
+
+@pytest.mark.parametrize("name", toc_files())
+def test_page_passes_the_accessibility_audit_in_dark_mode(loaded_dark, name):
+    """Colour contrast included: every view and caption uses the theme's
+    colours on the page's own background."""
+    page, problems = loaded_dark(name)
+    assert page.evaluate("() => document.documentElement.dataset.theme") == (
+        "dark"
+    )
+    assert serious(audit(page, THEME_EXCEPTIONS)) == []
+    assert problems["errors"] == []
+
+
+def test_the_views_sit_on_the_pages_own_background_in_dark_mode(loaded_dark):
+    page, _ = loaded_dark("book/labs")
+    backgrounds = page.evaluate(
+        """() => [...document.querySelectorAll('.mha-explorer-root')].map(
+            (el) => getComputedStyle(el.closest('.output'))
+                .backgroundColor)"""
+    )
+    assert backgrounds and set(backgrounds) == {"rgba(0, 0, 0, 0)"}

@@ -77,3 +77,45 @@ def test_the_head_view_scrolls_inside_its_box_on_a_phone(on_phone):
         "(el) => el.scrollWidth <= el.clientWidth"
         " || getComputedStyle(el).overflowX === 'auto'"
     )
+
+
+def test_wide_display_math_scrolls_with_a_cue(on_phone):
+    """A display formula wider than the phone scrolls inside its own box,
+    which shows a shadow at the edge hiding more (never cut off)."""
+    clipped = []
+    for name in toc_files():
+        page, _ = on_phone(f"{name}.html")
+        clipped += page.evaluate(
+            """(name) => [...document.querySelectorAll(
+                '.bd-article mjx-container[display=true],'
+                + ' .bd-article .katex-display')]
+              .filter((el) => el.scrollWidth > el.clientWidth + 1)
+              .filter((el) => getComputedStyle(el).overflowX !== 'auto'
+                  || !getComputedStyle(el).backgroundImage
+                      .includes('gradient'))
+              .map((el) => name + ': ' + el.textContent.slice(0, 40))""",
+            name,
+        )
+    assert clipped == []
+
+
+def test_a_tapped_glossary_term_shows_its_definition_in_place(browser, site):
+    """On a touch screen the first tap shows the definition (the page does
+    not leave), a second follows the link; no definition widens the page."""
+    base, _ = site
+    context = browser.new_context(viewport=PHONE, has_touch=True)
+    page, problems = open_in(context, base, "book/one_head.html")
+    term = page.locator("a[data-definition]").first
+    url = page.url
+    term.tap()
+    assert page.url == url
+    tip = term.evaluate("(el) => getComputedStyle(el, '::after').content")
+    assert tip not in ("none", "normal", "")
+    overflow = page.evaluate(
+        "() => document.documentElement.scrollWidth - window.innerWidth"
+    )
+    assert overflow <= 0
+    term.tap()
+    page.wait_for_url("**/glossary.html*")
+    assert problems["errors"] == []
+    context.close()
