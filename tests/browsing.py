@@ -70,7 +70,7 @@ THEME_EXCEPTIONS = [
 
 # What a fetched file is for, by where the build puts it (first match).
 KINDS = [
-    ("_static/bundled/mathjax/", "MathJax"),
+    ("_static/bundled/katex/", "KaTeX"),
     ("_static/bundled/npm/@jupyter-widgets/", "widget manager"),
     ("_static/bundled/", "view scripts"),  # require.js, d3, jQuery
     ("_static/", "theme"),
@@ -117,12 +117,8 @@ def launch(playwright):
 
 
 def settle(page):
-    """Wait until MathJax, if the page loads it, has typeset (and so
-    fetched its fonts)."""
-    page.evaluate(
-        "() => window.MathJax && MathJax.startup"
-        " ? MathJax.startup.promise.then(() => true) : true"
-    )
+    """Wait until the page's fonts (KaTeX's among them) have loaded."""
+    page.evaluate("() => document.fonts.ready.then(() => true)")
 
 
 def record_fetches(page):

@@ -3,11 +3,12 @@ pages light and their markup accessible; BertViz's menus get names. Fast
 checks on small inputs; test_pages.py checks the built pages themselves."""
 
 import sys
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 import torch
-from sphinx.builders.html._assets import _JavaScript
+from sphinx.builders.html._assets import _CascadingStyleSheet, _JavaScript
 
 from chapter import BOOK
 from mhabook.bertviz_view import head_view_html
@@ -16,8 +17,9 @@ sys.path.insert(0, str(BOOK / "_ext"))
 import accessible_markup  # noqa: E402
 import page_scripts  # noqa: E402
 
-MATHJAX = "bundled/mathjax/tex-chtml.js"
-APP = SimpleNamespace(config=SimpleNamespace(mathjax_path=MATHJAX))
+KATEX = "_static/bundled/katex/katex.min.css"
+DESIGN = "_static/sphinx-design.min.css"
+APP = SimpleNamespace(config=SimpleNamespace())
 # As Sphinx lists them in a page's script_files.
 WIDGETS = [
     _JavaScript("_static/bundled/require.min.js"),
@@ -40,19 +42,43 @@ THEME = [
 def kept(body):
     context = {
         "body": body,
-        "script_files": [*THEME, _JavaScript(f"_static/{MATHJAX}"), *WIDGETS],
+        "script_files": [*THEME, *WIDGETS],
+        "css_files": [
+            _CascadingStyleSheet(KATEX),
+            _CascadingStyleSheet(DESIGN),
+        ],
     }
     page_scripts.drop_unused_scripts(APP, "page", "page.html", context, None)
     return [s.filename for s in context["script_files"]]
 
 
-def test_a_plain_page_gets_neither_mathjax_nor_the_widget_manager():
+def sheets(body):
+    context = {
+        "body": body,
+        "script_files": [],
+        "css_files": [
+            _CascadingStyleSheet(KATEX),
+            _CascadingStyleSheet(DESIGN),
+        ],
+    }
+    page_scripts.drop_unused_scripts(APP, "page", "page.html", context, None)
+    return [s.filename for s in context["css_files"]]
+
+
+def test_a_plain_page_gets_no_widget_manager_and_no_katex_style():
     assert kept("<p>text</p>") == [s.filename for s in THEME]
+    assert sheets("<p>text</p>") == []
 
 
-def test_a_page_with_math_gets_mathjax_only():
-    body = '<span class="math notranslate nohighlight">\\(x\\)</span>'
-    assert kept(body) == [s.filename for s in THEME] + [f"_static/{MATHJAX}"]
+def test_a_page_with_math_gets_katex_style_only():
+    body = '<span class="math"><span class="katex">x</span></span>'
+    assert kept(body) == [s.filename for s in THEME]
+    assert sheets(body) == [KATEX]
+
+
+def test_a_page_with_a_dropdown_gets_sphinx_design_style():
+    body = '<details class="sd-sphinx-override sd-dropdown">x</details>'
+    assert sheets(body) == [DESIGN]
 
 
 def test_a_page_showing_a_widget_gets_the_widget_manager():
@@ -113,3 +139,24 @@ def test_every_drawn_figure_links_to_its_own_file():
         '<img alt="a heatmap" src="../_images/abc.png" /></a></figure>'
         '<img src="../_static/logo.svg">'
     )
+
+
+def test_the_theme_macros_differ_from_the_pinned_theme_by_one_script():
+    """book/_templates/static/webpack-macros.html is the theme's own, less
+    the Font Awesome script: a theme upgrade that changes it fails here."""
+    import pydata_sphinx_theme
+
+    theme = (
+        Path(pydata_sphinx_theme.__file__).parent
+        / "theme/pydata_sphinx_theme/static/webpack-macros.html"
+    ).read_text()
+    ours = (BOOK / "_templates/static/webpack-macros.html").read_text()
+
+    def body(text):
+        lines = text.split("-->", 1)[1].splitlines()
+        return [line for line in lines if "fontawesome" not in line]
+
+    assert body(ours) == [
+        line for line in body(theme) if "So that users can add" not in line
+    ]
+    assert "fontawesome.js" in theme and "fontawesome" not in body(ours)

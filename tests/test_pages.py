@@ -1,9 +1,11 @@
 """Every page of the built book in Chromium, at a desktop's width:
 self-contained (every request to a host other than the local server is
 aborted and counted as a failure), free of console errors, with all its
-math typeset, within its weight budget (tests/page_budgets.json) and
-without critical or serious axe-core violations. test_phone.py opens them
-at a phone's width. `make screenshots` saves what these pages look like.
+math typeset when the book was built (KaTeX's HTML, with MathML for
+screen readers; no math engine loaded), within its weight budget
+(tests/page_budgets.json) and without critical or serious axe-core
+violations, in light and in dark colours. test_phone.py opens them at a
+phone's width. `make screenshots` saves what these pages look like.
 """
 
 import pytest
@@ -36,7 +38,7 @@ def test_page_is_self_contained_and_clean(loaded, name):
     page, problems = loaded(name)
     untypeset = page.evaluate(
         "() => [...document.querySelectorAll('.math')]"
-        ".filter(m => !m.querySelector('mjx-container')).length"
+        ".filter(m => !m.querySelector('.katex math')).length"
     )
     assert problems == {
         "external": [],
@@ -45,6 +47,14 @@ def test_page_is_self_contained_and_clean(loaded, name):
         "dialogs": [],
     }
     assert untypeset == 0, f"{untypeset} formulas left untypeset"
+    engines = [
+        r.url
+        for r in page.fetched
+        if r.url.split("?")[0].endswith(
+            ("fontawesome.js", "tex-chtml.js", "katex.min.js")
+        )
+    ]
+    assert engines == [], "a page loads a math engine or the icon script"
 
 
 @pytest.mark.parametrize("name", toc_files())

@@ -1,11 +1,12 @@
-"""Load on each page only the scripts it uses, and each once.
+"""Load on each page only the scripts and style sheets it uses, each once.
 
-Sphinx extension. MathJax (about 1 MB) is dropped from pages without math,
-and the Jupyter widget manager (about 3.5 MB) from pages that show no
-widget in the static HTML (a notebook can hold widget state for an output
-the page removes); require.js stays on the page with the live lab, which
-draws BertViz's view. tests/page_budgets.json holds what each page may
-fetch.
+Sphinx extension. The Jupyter widget manager (about 3.5 MB) is dropped
+from pages that show no widget in the static HTML (a notebook can hold
+widget state for an output the page removes); require.js stays on the page
+with the live lab, which draws BertViz's view. KaTeX's style sheet (its
+formulas are typeset when the book is built) stays only on pages with
+math, sphinx-design's only on pages with one of its dropdowns or cards.
+tests/page_budgets.json holds what each page may fetch.
 """
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
@@ -13,23 +14,26 @@ WIDGET_SCRIPTS = ("bundled/require", "bundled/npm/@jupyter-widgets/")
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 # The live lab (mhabook/live.py) draws BertViz's view, which needs require.js.
 LIVE_VIEW = '<div class="mha-live"'
+# sphinx-design's files: sphinx-design.min.css, design-tabs.js.
+DESIGN = ("sphinx-design", "design-tabs")
 
 
 def drop_unused_scripts(app, pagename, templatename, context, doctree):
-    """MathJax only on pages with math, the widget manager only on pages
-    with a widget view, require.js also on the page with the live lab.
-    Runs after Sphinx and myst-nb add them."""
+    """The widget manager only on pages with a widget view, require.js
+    also on the page with the live lab, KaTeX's and sphinx-design's style
+    sheets only where they are used. Runs after Sphinx and myst-nb add
+    them."""
     body = context.get("body") or ""
-    has_math = 'class="math' in body
+    has_math = 'class="katex' in body
+    has_design = 'class="sd-' in body or " sd-" in body
     has_widget = WIDGET_VIEW in body
     has_live = LIVE_VIEW in body
-    mathjax = app.config.mathjax_path
 
     def needed(script):
         # Sphinx stores html_static_path files as "_static/<name>".
         name = str(script.filename or "").removeprefix("_static/")
-        if name == mathjax:
-            return has_math
+        if name.startswith(DESIGN):
+            return has_design
         if name.startswith("bundled/require"):
             return has_widget or has_live
         if name.startswith(WIDGET_SCRIPTS) or (
@@ -38,8 +42,18 @@ def drop_unused_scripts(app, pagename, templatename, context, doctree):
             return has_widget
         return True
 
+    def needed_css(sheet):
+        name = str(sheet.filename or "").removeprefix("_static/")
+        if name.startswith("bundled/katex/"):
+            return has_math
+        if name.startswith(DESIGN):
+            return has_design
+        return True
+
     scripts = context.get("script_files", [])
     context["script_files"] = [s for s in scripts if needed(s)]
+    sheets = context.get("css_files", [])
+    context["css_files"] = [s for s in sheets if needed_css(s)]
 
 
 def drop_duplicate_scripts(app, pagename, templatename, context, doctree):
@@ -57,6 +71,6 @@ def drop_duplicate_scripts(app, pagename, templatename, context, doctree):
 
 def setup(app):
     app.connect("html-page-context", drop_duplicate_scripts)
-    # After Sphinx's MathJax hook and myst-nb's widget scripts (both 500).
+    # After the math renderer's and myst-nb's hooks (both 500).
     app.connect("html-page-context", drop_unused_scripts, priority=900)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -2,9 +2,10 @@
 
 Sphinx extension. The files come from the npm registry, pinned in
 book/_vendor/package-lock.json and installed by `make book`; this hook
-copies them to _static/bundled/ in the built site (where _config.yml points
-MathJax and myst-nb's widget scripts) and rewrites the CDN addresses that
-BertViz writes into its output to the same local copies.
+copies them to _static/bundled/ in the built site (where _config.yml
+points KaTeX's style sheet and myst-nb's widget scripts) and rewrites the
+CDN addresses that BertViz writes into its output to the same local
+copies.
 
 The copies stay out of a top-level _static/ on purpose: Jupyter Book
 injects every file found there into every page.
@@ -18,7 +19,10 @@ NODE_MODULES = HERE.parent / "_vendor" / "node_modules"
 
 # destination under _static/bundled/ -> source under node_modules/
 ASSETS = {
-    "mathjax": "mathjax/es5",
+    # KaTeX's style sheet and the fonts it names (the formulas themselves
+    # are typeset at build time by sphinxcontrib-katex).
+    "katex/katex.min.css": "katex/dist/katex.min.css",
+    "katex/fonts": "katex/dist/fonts",
     "require.min.js": "requirejs/require.js",
     "d3.min.js": "d3/dist/d3.min.js",
     "jquery.min.js": "jquery/dist/jquery.min.js",
