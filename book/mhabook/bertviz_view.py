@@ -1,7 +1,11 @@
 """BertViz's head view, made safe to embed and light to serve."""
 
+from pathlib import Path
+
 from bertviz import head_view
 from IPython.display import HTML
+
+from .explorer import escape_script
 
 # BertViz returns: a require.js tag, its <div>, then this inline script.
 INLINE = '<script type="text/javascript">'
@@ -15,31 +19,9 @@ FILTERS = [
 ]
 # BertViz writes each sentence-to-sentence filter out in full, doubling the
 # weights on the page. With every layer on the page we write "All" only and
-# cut the four filters from it in the browser, as BertViz would.
-CUT_FILTERS = """function mhaCutFilters(params, b) {
-  const all = params.attention[0];
-  const T = all.left_text.length;
-  const spans = {A: [0, b], B: [b, T]};
-  all.name = "All";
-  for (const [x, y] of [["A", "A"], ["B", "B"], ["A", "B"], ["B", "A"]]) {
-    const [rows, cols] = [spans[x], spans[y]];
-    params.attention.push({
-      name: "Sentence " + x + " -> Sentence " + y,
-      attn: all.attn.map((layer) => layer.map((head) => head
-        .slice(rows[0], rows[1]).map((row) => row.slice(cols[0], cols[1])))),
-      left_text: all.left_text.slice(rows[0], rows[1]),
-      right_text: all.right_text.slice(cols[0], cols[1]),
-    });
-  }
-  return params;
-}
-"""
-
-
-def escape_script(js):
-    """Make text safe inside an inline <script>: a '</' or '<!--' in a
-    string (say, a token) would otherwise end the script early."""
-    return js.replace("</", "<\\/").replace("<!--", "<\\!--")
+# cut the four filters from it in the browser, as BertViz would
+# (bertviz_filters.js).
+CUT_FILTERS = (Path(__file__).with_name("bertviz_filters.js")).read_text()
 
 
 # BertViz's two menus follow a bare text label; give them accessible names

@@ -27,10 +27,16 @@ HEAD_COLOURS = PALETTE + [
 ]
 
 
+def escape_script(text):
+    """Make text safe inside an inline <script>: a '</' or '<!--' in a
+    string (say, a token) would otherwise end the script early."""
+    return text.replace("</", "<\\/").replace("<!--", "<\\!--")
+
+
 def safe_json(value):
     """JSON that cannot end the <script> it is pasted into."""
-    text = json.dumps(value)  # ensure_ascii: U+2028 and friends escaped
-    return text.replace("</", "<\\/").replace("<!--", "<\\!--")
+    # ensure_ascii (the default) escapes U+2028 and friends too
+    return escape_script(json.dumps(value))
 
 
 def head_explorer(
@@ -89,3 +95,55 @@ def head_explorer(
         return view
     display(view)
     return None
+
+
+def layer_explorer(
+    tokens, attention, query=0, title=None, keep=0, html_action="view"
+):
+    """The explorer on one layer's heads, attention (h, T, T), named
+    "head 0", "head 1", ...
+
+    A layer with more heads than there are colours shows the first ones,
+    and always head `keep`.
+    """
+    attention = torch.as_tensor(attention)
+    shown = list(range(min(len(attention), len(HEAD_COLOURS))))
+    if keep not in shown:
+        shown[-1] = keep
+    names = [f"head {i}" for i in shown]
+    return head_explorer(
+        tokens, attention[shown], names, query, title, html_action
+    )
+
+
+def heads_panel(tokenizer, model, text, layer=0):
+    """A panel for a running notebook: type a sentence, pick a layer, and
+    see that layer's heads in the explorer (the model runs in the kernel).
+    """
+    import ipywidgets as widgets
+
+    limit = model.config.max_position_embeddings
+
+    def show(text, layer):
+        encoded = tokenizer(text, return_tensors="pt")
+        if encoded["input_ids"].shape[1] > limit:
+            print(f"That text is over {limit} tokens; shorten it.")
+            return
+        with torch.no_grad():
+            result = model(**encoded, output_attentions=True)
+        tokens = tokenizer.convert_ids_to_tokens(encoded["input_ids"][0])
+        layer_explorer(
+            tokens, result.attentions[layer][0], title=f"Layer {layer}"
+        )
+
+    return widgets.interactive(
+        show,
+        {"manual": True, "manual_name": "Show heads"},
+        text=widgets.Text(value=text, description="Sentence"),
+        layer=widgets.IntSlider(
+            value=layer,
+            min=0,
+            max=model.config.num_hidden_layers - 1,
+            description="Layer",
+        ),
+    )
