@@ -8,12 +8,15 @@ from mhabook import MultiHeadAttention
 from mhabook.batched import (
     AttentionConfig,
     BatchedMultiHeadAttention,
+    batched_attention,
+    batched_from_bert,
     batched_from_loop,
     causal_mask,
     copy_checked,
     loop_from_batched,
     padding_mask,
     torch_from_batched,
+    zero_empty_queries,
 )
 from tiny import tiny_bert
 
@@ -149,6 +152,27 @@ def test_a_query_with_nothing_to_attend_to_gives_zeros(need_weights):
         assert torch.all(weights[1] == 0)
 
 
+def test_zero_empty_queries_zeroes_only_queries_with_nothing_to_see():
+    x = torch.ones(2, 1, 3, 4)
+    assert zero_empty_queries(x, None) is x
+    mask = padding_mask([3, 0], 3).unsqueeze(1)  # (B, 1, T, T)
+    out = zero_empty_queries(x, mask)
+    assert torch.all(out[0] == 1) and torch.all(out[1] == 0)
+
+
+@pytest.mark.parametrize("need_weights", [True, False])
+def test_batched_attention_is_softmax_of_scaled_scores(need_weights):
+    torch.manual_seed(0)
+    Q, K, V = torch.randn(3, 2, 4, 5, 8)  # 3 x (B, h, T, d_k)
+    weights = torch.softmax(Q @ K.transpose(-2, -1) / 8**0.5, dim=-1)
+    context, got = batched_attention(Q, K, V, need_weights=need_weights)
+    torch.testing.assert_close(context, weights @ V, **TIGHT)
+    if need_weights:
+        torch.testing.assert_close(got, weights, **TIGHT)
+    else:
+        assert got is None
+
+
 @pytest.mark.parametrize("shape", [(4, 4), (3, 5, 5), (2, 1, 5, 5), (5,)])
 def test_a_mask_of_the_wrong_shape_names_the_expected_one(shape):
     batched = BatchedMultiHeadAttention(AttentionConfig(8, 2))
@@ -198,6 +222,7 @@ def test_from_bert_reproduces_every_layer_of_a_tiny_bert():
         result = model(ids, output_attentions=True, output_hidden_states=True)
         for i, block in enumerate(model.encoder.layer):
             ours = BatchedMultiHeadAttention.from_bert(block.attention)
+            assert type(batched_from_bert(block.attention)) is type(ours)
             hidden = result.hidden_states[i]
             out, weights = ours(hidden)
             torch.testing.assert_close(weights, result.attentions[i], **TIGHT)

@@ -1,11 +1,15 @@
-"""Section 3's measuring helpers: operation counts, peak tensor memory,
+"""head_costs' measuring helpers: operation counts, peak tensor memory,
 repeated timings and the words that may be said about them."""
 
+import matplotlib
+import pytest
 import torch
 
-from mhabook import MultiHeadAttention
+from mhabook import MultiHeadAttention, costs, verdicts
 from mhabook.batched import AttentionConfig, batched_from_loop
-from mhabook.costs import time_repeated, verdict, watch
+from mhabook.costs import compare_times, one_thread, time_repeated, watch
+
+matplotlib.use("Agg")
 
 MIB = 2**20
 
@@ -77,8 +81,59 @@ def test_time_repeated_interleaves_and_sorts():
     assert calls.count("a") > 0 and calls.count("b") > 0
 
 
-def test_verdict_speaks_only_beyond_the_spread():
-    assert verdict([1.0, 1.1], [2.0, 2.2], "x") == "2.0x faster than x"
-    assert verdict([2.0, 2.2], [1.0, 1.1], "x") == "2.0x slower than x"
-    overlapping = verdict([1.0, 2.1], [2.0, 3.0], "x")
-    assert overlapping.startswith("not measurably faster or slower than x")
+def test_time_repeated_can_keep_the_repeats_paired():
+    calls = []
+    times = time_repeated(
+        {"a": lambda: calls.append("a"), "b": lambda: calls.append("b")},
+        repeats=4,
+        min_run_time=0.001,
+        keep_order=True,
+    )
+    assert all(len(t) == 4 for t in times.values())
+    assert calls[0] == "a" and calls[-1] == "b"  # a, then b, each repeat
+
+
+def test_one_thread_restores_the_thread_count():
+    before = torch.get_num_threads()
+    with one_thread():
+        assert torch.get_num_threads() == 1
+    assert torch.get_num_threads() == before
+
+
+@pytest.fixture
+def glued(monkeypatch):
+    found = {}
+
+    def fake_glue(key, value, display):
+        found[key] = value
+
+    monkeypatch.setattr(costs, "glue", fake_glue)
+    monkeypatch.setattr(verdicts, "glue", fake_glue)
+    return found
+
+
+def test_compare_times_speaks_only_beyond_the_spread(glued):
+    assert compare_times("a", [1.0, 1.1], [2.0, 2.2]) == "less"
+    assert glued["a"] == "faster" and glued["a_ratio"] == pytest.approx(0.5)
+    assert compare_times("b", [2.0, 2.2], [1.0, 1.1]) == "more"
+    assert glued["b"] == "slower"
+    assert compare_times("c", [1.0, 2.1], [2.0, 3.0]) == "same"
+    assert glued["c"] == "within the spread"
+    verdicts.check_record(glued["c"], glued["c__verdict"])
+
+
+def test_timing_figure_has_one_panel_per_length():
+    timings = {
+        (t, h): {"x": [0.001, 0.002, 0.003]} for t in (5, 9) for h in (1, 2)
+    }
+    fig = costs.timing_figure(timings, (5, 9), (1, 2), ["x"])
+    assert len(fig.axes) == 2
+    assert fig.axes[0].get_title() == "one sequence of 5 tokens"
+
+
+def test_operations_table_gives_a_rate_only_with_flops():
+    table = costs.operations_table(
+        {"add": [1e-6, 2e-6, 3e-6], "mm": [1e-3, 1e-3, 1e-3]}, {"mm": 2e6}
+    ).data
+    assert "| `add` | 2.0 | 1.0 to 3.0 |  |" in table
+    assert "| `mm` | 1000.0 | 1000.0 to 1000.0 | 2.0 |" in table

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from mhabook import head_explorer, pronoun_heads
-from mhabook.explorer import HEAD_COLOURS, safe_json
+from mhabook.explorer import HEAD_COLOURS, layer_explorer, safe_json
 
 TOKENS = "the cat sat on the mat because it was tired".split()
 
@@ -89,3 +89,17 @@ def test_other_mistakes_are_refused():
     many = torch.full((len(HEAD_COLOURS) + 1, 2, 2), 0.5)
     with pytest.raises(ValueError, match="at most 12 heads"):
         head_explorer(["a", "b"], many, list("abcdefghijklm"))
+
+
+def test_a_layer_with_more_heads_than_colours_keeps_the_chosen_head():
+    many = torch.full((len(HEAD_COLOURS) + 4, 2, 2), 0.5)
+    view = layer_explorer(["a", "b"], many, keep=14, html_action="return")
+    names = [h["name"] for h in params(view)["heads"]]
+    assert len(names) == len(HEAD_COLOURS)
+    assert names[:2] == ["head 0", "head 1"] and names[-1] == "head 14"
+    few = layer_explorer(["a", "b"], many[:3], html_action="return")
+    assert [h["name"] for h in params(few)["heads"]] == [
+        "head 0",
+        "head 1",
+        "head 2",
+    ]

@@ -139,3 +139,34 @@ def test_encoder_block_colours_only_the_parts_the_chapter_builds():
         and p.get_facecolor()[3] > 0  # the dashed frame has no fill
     }
     assert colours == {PALETTE[1].lower(), "#dddddd"}
+
+
+def test_head_matrices_draws_every_matrix_of_a_small_layer():
+    from types import SimpleNamespace
+
+    from mhabook import MultiHeadAttention
+    from mhabook.plotting import head_matrices
+
+    torch.manual_seed(0)
+    config = SimpleNamespace(hidden_size=8, num_attention_heads=2)
+    layer = MultiHeadAttention(config)
+    x = torch.randn(1, 5, 8)
+    fig = head_matrices(layer, x, list("abcde"))
+    titles = [ax.get_title() for ax in fig.axes]
+    assert len(fig.axes) == 1 + 5 * 2 + 3
+    assert titles[0] == "$X$" and titles[-1] == "output"
+    assert "$Z_2 = A_2V_2$" in titles and "$W^O$" in titles
+    shown = fig.axes[-1].images[0].get_array()
+    expected = layer(x)[0][0].detach().numpy()
+    np.testing.assert_allclose(shown, expected, rtol=1e-6)
+
+
+def test_head_matrices_refuses_a_large_layer():
+    from types import SimpleNamespace
+
+    from mhabook import MultiHeadAttention
+    from mhabook.plotting import head_matrices
+
+    config = SimpleNamespace(hidden_size=32, num_attention_heads=2)
+    with pytest.raises(ValueError, match="draw a small example"):
+        head_matrices(MultiHeadAttention(config), torch.randn(3, 32), "abc")

@@ -4,8 +4,12 @@ import pytest
 import torch
 
 from mhabook.realheads import (
+    claim1_test,
     claim2_null,
+    coreference_examples,
+    detection_power,
     encode_pair,
+    flies_examples,
     lifts,
     load_table,
     model_attentions,
@@ -14,9 +18,13 @@ from mhabook.realheads import (
     position,
     query_key_products,
     referent_accuracy,
+    resample_counts,
     run_example,
     run_examples,
     segments_from_sep,
+    twin_flips,
+    twin_halves,
+    twin_null_bar,
     weighted_norms,
     within_sentence_share,
     within_shares,
@@ -309,3 +317,83 @@ def test_a_batch_longer_than_the_position_table_is_refused(tokenizer):
         run_examples(
             tiny_bert(max_position_embeddings=8), tokenizer, ["time " * 9]
         )
+
+
+# --- bad evaluation sets and the tests of the claims -----------------------
+
+FLIES_ROW = [
+    "time flies like an arrow",
+    "arrow",
+    "fruit flies like a banana",
+    "fruit",
+    "banana",
+]
+
+
+def test_a_word_the_tokenizer_splits_names_the_word_and_the_set(tokenizer):
+    # the tiny vocabulary lacks "banana": it cannot be one token
+    with pytest.raises(
+        ValueError,
+        match="splits 'banana'.*book/data/flies_pairs.tsv needs as one "
+        "token: use a checkpoint with BERT's uncased vocabulary",
+    ):
+        flies_examples(
+            tiny_bert(), tokenizer, [FLIES_ROW], "book/data/flies_pairs.tsv"
+        )
+    row = ["time flies and the arrow", "it", "time", "arrow"]
+    with pytest.raises(ValueError, match="splits 'it'.*coreference.tsv"):
+        coreference_examples(tiny_bert(), tokenizer, [row], "coreference.tsv")
+
+
+def test_a_set_longer_than_the_position_table_names_the_set(tokenizer):
+    row = [" ".join(["time flies"] * 5), "arrow", "fruit flies", "a", "b"]
+    with pytest.raises(
+        ValueError,
+        match="longest input of book/data/flies_pairs.tsv is 15 tokens long, "
+        "but the model's position table holds 8",
+    ):
+        flies_examples(
+            tiny_bert(max_position_embeddings=8),
+            tokenizer,
+            [row],
+            "book/data/flies_pairs.tsv",
+        )
+
+
+def test_resample_counts_draw_n_with_replacement():
+    times = resample_counts(5, 100, torch.Generator().manual_seed(0))
+    assert times.shape == (100, 5)
+    assert torch.all(times.sum(-1) == 5)
+
+
+def test_claim1_test_counts_a_head_only_where_both_halves_show_it():
+    own = pairs_of_lengths(lambda off, same: 1.0 + 2.0 * same)
+    result = claim1_test(own * 4, draws=50)
+    assert result["replicated"].all() and result["low"] > 2
+    other = pairs_of_lengths(lambda off, same: 1.0 + 2.0 * ~same)
+    result = claim1_test(other * 4, draws=50)
+    assert not result["replicated"].any() and result["high"] < 1
+
+
+def test_twins_stay_together_in_the_halves():
+    pronouns = list(range(8))  # four twins
+    assert twin_halves(pronouns) == ([0, 1, 4, 5], [2, 3, 6, 7])
+
+
+def test_the_twin_null_ignores_twins_split_one_right_one_wrong():
+    generator = torch.Generator().manual_seed(0)
+    split = torch.tensor([True, False] * 4)  # every twin: one right
+    assert twin_null_bar(split, 200, generator) == 0.5
+    right = torch.ones(16, dtype=torch.bool)  # every twin right twice
+    assert twin_null_bar(right, 200, generator) < 1.0
+    flips = twin_flips(2000, 16, generator)  # the swaps, drawn one by one
+    swapped = (right[None] ^ flips).float().mean(-1).quantile(0.95)
+    assert abs(twin_null_bar(right, 2000, generator) - swapped) <= 0.125
+
+
+def test_detection_power_grows_with_the_set_and_the_head():
+    assert detection_power(0.5, 16, sims=500) < 0.1
+    assert detection_power(0.65, 16, sims=500) < detection_power(
+        0.65, 128, sims=500
+    )
+    assert detection_power(0.95, 32, sims=500) > 0.9

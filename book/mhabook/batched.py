@@ -2,7 +2,7 @@
 weight copies that prove it equal to the loop, to PyTorch and to BERT.
 
 Like layers.py, each definition is taught in a `# @save` cell.
-Shape letters: B batch, T tokens, C hidden size, h heads, d_k = C // h.
+Shape letters: B batch, T tokens, C = d the width, h heads, d_k = C // h.
 """
 
 from dataclasses import dataclass
@@ -45,12 +45,40 @@ def check_mask(mask, batch, num_tokens):
     return mask.expand(batch, num_tokens, num_tokens).unsqueeze(1)
 
 
-class BatchedMultiHeadAttention(nn.Module):
-    """Multi-head attention without a loop over heads.
+def zero_empty_queries(tensor, mask):
+    """Zeros for a query whose mask row is all False: it has nothing to
+    attend to, and a softmax over nothing would give 0/0, NaN."""
+    if mask is None:
+        return tensor
+    empty = ~mask.any(-1, keepdim=True)  # (B, 1, T, 1)
+    return tensor.masked_fill(empty, 0.0)
 
-    One projection makes every head's query, key and value; one batched
-    matmul scores all heads; one more applies the weights to the values.
+
+def batched_attention(Q, K, V, mask=None, need_weights=True):
+    """Attention for every head at once. Q, K, V: (B, h, T, d_k); mask:
+    None or bool (B, 1, T, T), True where a query may attend.
+
+    Returns the context (B, h, T, d_k) and the weights (B, h, T, T), or
+    None for the weights with need_weights=False (the fused path).
     """
+    if not need_weights:
+        context = F.scaled_dot_product_attention(Q, K, V, attn_mask=mask)
+        return zero_empty_queries(context, mask), None
+    scores = (Q * Q.shape[-1] ** -0.5) @ K.transpose(-2, -1)  # (B, h, T, T)
+    if mask is not None:
+        scores.masked_fill_(~mask, float("-inf"))
+    # Without autograd nothing needs the scores again, so the softmax
+    # writes the weights over them: one (B, h, T, T) tensor.
+    out = None if torch.is_grad_enabled() else scores
+    weights = torch.softmax(scores, dim=-1, out=out)  # (B, h, T, T)
+    weights = zero_empty_queries(weights, mask)
+    return weights @ V, weights  # (B, h, T, d_k), (B, h, T, T)
+
+
+class BatchedMultiHeadAttention(nn.Module):
+    """Multi-head attention without a loop over heads: one projection
+    makes every head's query, key and value, one batched matmul scores
+    all heads, one more applies the weights to the values."""
 
     def __init__(self, config):
         super().__init__()
@@ -66,27 +94,10 @@ class BatchedMultiHeadAttention(nn.Module):
         h, d_k = self.num_heads, self.head_dim
         mask = check_mask(mask, B, T)  # None or (B, 1, T, T)
         # 1. project: all heads' queries, keys and values in one matmul
-        qkv = self.qkv(hidden_state)  # (B, T, 3C)
-        qkv = qkv.view(B, T, 3, h, d_k)  # (B, T, 3, h, d_k)
+        qkv = self.qkv(hidden_state).view(B, T, 3, h, d_k)  # (B, T, 3, h, d_k)
         Q, K, V = qkv.permute(2, 0, 3, 1, 4)  # 3 x (B, h, T, d_k)
-        # 2. attend: one matmul for the scores, one for the values
-        if need_weights:
-            scores = (Q * d_k**-0.5) @ K.transpose(-2, -1)  # (B, h, T, T)
-            if mask is not None:
-                scores.masked_fill_(~mask, float("-inf"))
-            # Without autograd nothing needs the scores again, so the
-            # softmax writes the weights over them: one (B, h, T, T) tensor.
-            out = None if torch.is_grad_enabled() else scores
-            weights = torch.softmax(scores, dim=-1, out=out)  # (B, h, T, T)
-            context = weights @ V  # (B, h, T, d_k)
-        else:
-            weights = None
-            context = F.scaled_dot_product_attention(Q, K, V, attn_mask=mask)
-        if mask is not None:  # a query with nothing to attend to gets 0
-            empty = ~mask.any(-1, keepdim=True)  # (B, 1, T, 1)
-            context = context.masked_fill(empty, 0.0)
-            if weights is not None:
-                weights = weights.masked_fill(empty, 0.0)
+        # 2. attend: all heads at once
+        context, weights = batched_attention(Q, K, V, mask, need_weights)
         # 3. concat the heads and mix them with W^O
         context = context.transpose(1, 2).reshape(B, T, C)  # (B, T, C)
         return self.output_linear(context), weights
@@ -94,18 +105,7 @@ class BatchedMultiHeadAttention(nn.Module):
     @classmethod
     def from_bert(cls, bert_attention):
         """Copy a Hugging Face BertAttention (its .self and .output.dense)."""
-        attn, dense = bert_attention.self, bert_attention.output.dense
-        config = AttentionConfig(dense.in_features, attn.num_attention_heads)
-        layer = cls(config)
-        parts = (attn.query, attn.key, attn.value)
-        weights = {
-            "qkv.weight": torch.cat([p.weight for p in parts]),
-            "qkv.bias": torch.cat([p.bias for p in parts]),
-            "output_linear.weight": dense.weight,
-            "output_linear.bias": dense.bias,
-        }
-        copy_checked(layer, weights)
-        return layer
+        return batched_from_bert(bert_attention)
 
 
 def copy_checked(layer, weights):
@@ -166,11 +166,11 @@ def loop_from_batched(batched):
     weight = batched.qkv.weight.split(rows)  # 3h x (d_k, C)
     bias = batched.qkv.bias.split(rows)  # 3h x (d_k,)
     weights = {}
-    for i, part in enumerate(("q", "k", "v")):
-        for j in range(batched.num_heads):
-            n = i * batched.num_heads + j
-            weights[f"heads.{j}.{part}.weight"] = weight[n]
-            weights[f"heads.{j}.{part}.bias"] = bias[n]
+    for p, part in enumerate(("q", "k", "v")):
+        for i in range(batched.num_heads):  # head i's rows of this part
+            n = p * batched.num_heads + i
+            weights[f"heads.{i}.{part}.weight"] = weight[n]
+            weights[f"heads.{i}.{part}.bias"] = bias[n]
     weights["output_linear.weight"] = batched.output_linear.weight
     weights["output_linear.bias"] = batched.output_linear.bias
     copy_checked(loop, weights)
@@ -193,3 +193,21 @@ def torch_from_batched(batched):
         },
     )
     return reference
+
+
+def batched_from_bert(bert_attention):
+    """The batched layer holding a Hugging Face BertAttention's weights."""
+    attn, dense = bert_attention.self, bert_attention.output.dense
+    config = AttentionConfig(dense.in_features, attn.num_attention_heads)
+    layer = BatchedMultiHeadAttention(config)
+    parts = (attn.query, attn.key, attn.value)
+    copy_checked(
+        layer,
+        {
+            "qkv.weight": torch.cat([p.weight for p in parts]),  # (3C, C)
+            "qkv.bias": torch.cat([p.bias for p in parts]),  # (3C,)
+            "output_linear.weight": dense.weight,
+            "output_linear.bias": dense.bias,
+        },
+    )
+    return layer

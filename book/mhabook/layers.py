@@ -83,7 +83,7 @@ class MultiHeadAttention(nn.Module):
         # 1. attend: every head reads the whole hidden state
         results = [head(hidden_state, mask) for head in self.heads]
         outputs, weights = zip(*results)
-        # 2. concat: h x (B, T, d_k) -> (B, T, C)
+        # 2. concat: h x (B, T, d_k) -> (B, T, h * d_k) = (B, T, d)
         x = torch.cat(outputs, dim=-1)
         # 3. mix the heads with the output projection W^O
         weights = torch.stack(weights, dim=1)  # (B, h, T, T)

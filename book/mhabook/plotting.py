@@ -358,3 +358,139 @@ def encoder_block(parts=BLOCK_PARTS, repeats="x 12 in BERT-base"):
         )
     ax.text(7.7, 1.2, "residual:\nthe input\nskips ahead", fontsize=8)
     return fig
+
+
+def _matrix(fig, box, values, label, cmap, frame=None, limits=None):
+    """One matrix as a heatmap in `box` (left, bottom, width, height in
+    figure fractions), its label above; `limits` fixes the colour scale
+    (otherwise symmetric around 0)."""
+    ax = fig.add_axes(box)
+    if limits is None:
+        top = max(float(np.abs(values).max()), 1e-9)
+        limits = (-top, top)
+    ax.imshow(values, cmap=cmap, vmin=limits[0], vmax=limits[1])
+    ax.set_xticks([])
+    ax.set_yticks([])
+    ax.spines[:].set_visible(frame is not None)
+    if frame is not None:
+        ax.spines[:].set_color(frame)
+        ax.spines[:].set_linewidth(2.0)
+    ax.set_title(label, fontsize=9, pad=3)
+    return ax
+
+
+def head_matrices(layer, hidden_state, tokens, cell=0.19):
+    """The matrices of one MultiHeadAttention layer on a small input, as
+    heatmaps (after Alammar's illustrated transformer): X on top; one row
+    per head with Q_i, K_i, V_i, the weights A_i and Z_i = A_i V_i; at the
+    bottom Concat(Z_1, ..., Z_h), W^O and the output. Rows of every
+    matrix but W^O are the tokens. hidden_state: (T, d) or (1, T, d).
+    Colours: purple negative, orange positive, one scale per matrix; the
+    weights A_i on 0 to 1. Each head's colour frames its Z_i, its columns
+    of the concatenation and its rows of W^O."""
+    x = _as_array(hidden_state.reshape(hidden_state.shape[-2:]).detach())
+    (num_tokens, width), num_heads = x.shape, len(layer.heads)
+    if num_tokens != len(tokens) or num_tokens > 8 or width > 16:
+        raise ValueError(
+            f"draw a small example: at most 8 tokens (one label each, "
+            f"got {len(tokens)} for {num_tokens}) and a width of at most 16"
+            f" (got {width})"
+        )
+    hidden = hidden_state.reshape(1, num_tokens, width)
+    rows, outputs = [], []
+    for head in layer.heads:
+        q, k, v = (m(hidden)[0].detach() for m in (head.q, head.k, head.v))
+        z, a = (t[0].detach() for t in head(hidden))
+        rows.append([_as_array(t) for t in (q, k, v, a, z)])
+        outputs.append(rows[-1][-1])
+    concat = np.concatenate(outputs, axis=1)  # (T, h d_k)
+    w_o = _as_array(layer.output_linear.weight.detach()).T  # (h d_k, d)
+    out = _as_array(layer(hidden)[0][0].detach())  # (T, d)
+    d_k = concat.shape[1] // num_heads
+    # layout in cells, from the top left; then figure fractions
+    left, gap, wide = 5.0, 0.7, 1.8
+    head_w = 3 * d_k + 2 * gap + 2 * wide + num_tokens + d_k
+    low_w = 3 * width + wide + 3.2
+    fig_w = left + max(head_w, low_w) + 0.4
+    fig_h = 2.0 + (num_tokens + 2.6) * (num_heads + 1) + width + 0.3
+    fig = plt.figure(figsize=(fig_w * cell, fig_h * cell))
+
+    def place(x0, y0, w, h):  # a box from (x0, y0) cells, y down
+        return (x0 / fig_w, 1 - (y0 + h) / fig_h, w / fig_w, h / fig_h)
+
+    def token_labels(ax):
+        ax.set_yticks(range(num_tokens), tokens, fontsize=9)
+        ax.tick_params(length=0)
+
+    y = 2.0
+    ax = _matrix(fig, place(left, y, width, num_tokens), x, "$X$", "PuOr")
+    token_labels(ax)
+    colours = [PALETTE[(0, 5, 2, 3)[i % 4]] for i in range(num_heads)]
+    for i, (q, k, v, a, z) in enumerate(rows):
+        y += num_tokens + 2.6
+        n, c = i + 1, colours[i]
+        x0 = left
+        for m, name in zip((q, k, v), "QKV"):
+            label = f"${name}_{n} = XW_{n}^{name}$"
+            ax = _matrix(fig, place(x0, y, d_k, num_tokens), m, label, "PuOr")
+            if name == "Q":
+                token_labels(ax)
+            x0 += d_k + gap
+        x0 += wide - gap
+        box = place(x0, y, num_tokens, num_tokens)
+        _matrix(fig, box, a, f"$A_{n}$", CMAP, limits=(0.0, 1.0))
+        x0 += num_tokens + wide
+        box = place(x0, y, d_k, num_tokens)
+        _matrix(fig, box, z, f"$Z_{n} = A_{n}V_{n}$", "PuOr", frame=c)
+        fig.text(
+            0.3 / fig_w,
+            1 - (y - 1.0) / fig_h,
+            f"head {n}",
+            color=c,
+            fontsize=10,
+            va="center",
+            fontweight="bold",
+        )
+    y += num_tokens + 2.6
+    names = ", ".join(f"Z_{i + 1}" for i in range(num_heads))
+    ax = _matrix(
+        fig,
+        place(left, y, width, num_tokens),
+        concat,
+        f"Concat$({names})$",
+        "PuOr",
+    )
+    token_labels(ax)
+    x0 = left + width + wide
+    ax_o = _matrix(fig, place(x0, y, width, width), w_o, "$W^O$", "PuOr")
+    for i, c in enumerate(colours):
+        for target, horizontal in ((ax, False), (ax_o, True)):
+            start = i * d_k - 0.5
+            corner = (-0.5, start) if horizontal else (start, -0.5)
+            size = (width, d_k) if horizontal else (d_k, num_tokens)
+            target.add_patch(
+                mpl.patches.Rectangle(corner, *size, fill=False, ec=c, lw=2.0)
+            )
+        ax_o.text(
+            width - 0.2,
+            start + d_k / 2,
+            f" $W^O_{i + 1}$",
+            color=c,
+            fontsize=9,
+            va="center",
+        )
+    for x_sign, sign in (
+        (left + width + wide / 2, "×"),
+        (x0 + width + 2.5, "="),
+    ):
+        fig.text(
+            x_sign / fig_w,
+            1 - (y + num_tokens / 2) / fig_h,
+            sign,
+            fontsize=12,
+            ha="center",
+            va="center",
+        )
+    x0 += width + 3.2
+    _matrix(fig, place(x0, y, width, num_tokens), out, "output", "PuOr")
+    return fig

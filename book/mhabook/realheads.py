@@ -80,13 +80,14 @@ def within_sentence_share(attention, segments, is_word):
 # attention, its tokens and its segment ids (0 for A, 1 for B).
 
 
-def run_examples(model, tokenizer, texts, pairs=None):
+def run_examples(model, tokenizer, texts, pairs=None, set_name=None):
     """Run sentences (or pairs) through `model` in one padded batch.
 
     Returns one dict per input, cut to its own tokens: `attention`
     (L, h, T, T), `hidden_states` (L + 1 of (1, T, d)), `tokens`,
     `segments` (T,) and the positions of the `special` tokens.
     Padding is masked, so each input gets the weights it gets alone.
+    set_name: the file the inputs come from, named in errors.
     """
     texts = list(texts)
     inputs = tokenizer(
@@ -97,9 +98,16 @@ def run_examples(model, tokenizer, texts, pairs=None):
         verbose=False,
     )
     limit = model.config.max_position_embeddings
-    if inputs["input_ids"].shape[1] > limit:
+    longest = inputs["input_ids"].shape[1]
+    if longest > limit and set_name:
         raise ValueError(
-            f"an input is {inputs['input_ids'].shape[1]} tokens long, but "
+            f"the longest input of {set_name} is {longest} tokens long, but "
+            f"the model's position table holds {limit}: use a checkpoint "
+            f"with at least {longest} positions (BERT's have 512)"
+        )
+    if longest > limit:
+        raise ValueError(
+            f"an input is {longest} tokens long, but "
             f"the model's position table holds {limit}: shorten it"
         )
     if "token_type_ids" not in inputs:
@@ -138,12 +146,19 @@ def run_example(model, tokenizer, text, pair=None):
     return run_examples(model, tokenizer, [text], pairs)[0]
 
 
-def position(example, word, segment=0):
+def position(example, word, segment=0, set_name=None):
     """Index of `word` in sentence `segment` (0: A, 1: B) of an example;
-    the first one if it occurs twice."""
+    the first one if it occurs twice. set_name: the file the example
+    comes from, named in the error."""
     for i, token in enumerate(example["tokens"]):
         if token == word and int(example["segments"][i]) == segment:
             return i
+    if set_name:
+        raise ValueError(
+            f"the tokenizer splits {word!r} (it reads {example['tokens']}), "
+            f"which {set_name} needs as one token: use a checkpoint with "
+            f"BERT's uncased vocabulary"
+        )
     raise ValueError(
         f"{word!r} is not a token of sentence {'AB'[segment]}: "
         f"{example['tokens']}. Use words the tokenizer keeps whole."
@@ -223,16 +238,21 @@ def load_table(name):
     return [line.split("\t") for line in load_lines(name)]
 
 
-def flies_examples(model, tokenizer, rows):
-    """Run claim-2 pairs, rows of (A, A's target, B, B's two targets)."""
+def flies_examples(model, tokenizer, rows, set_name=None):
+    """Run claim-2 pairs, rows of (A, A's target, B, B's two targets).
+
+    set_name: the file the rows come from, named in errors."""
     examples = run_examples(
-        model, tokenizer, [r[0] for r in rows], [r[2] for r in rows]
+        model, tokenizer, [r[0] for r in rows], [r[2] for r in rows], set_name
     )
     for ex, (_, target_a, _, *targets_b) in zip(examples, rows):
-        ex["flies"] = position(ex, "flies", 0), position(ex, "flies", 1)
-        ex["targets"] = [position(ex, target_a, 0)] + [
-            position(ex, t, 1) for t in targets_b
-        ]
+
+        def at(word, segment, ex=ex):
+            return position(ex, word, segment, set_name)
+
+        ex["flies"] = at("flies", 0), at("flies", 1)
+        ex["targets"] = [at(target_a, 0)] + [at(t, 1) for t in targets_b]
+        ex["like_b"] = at("like", 1)  # B's verb: "fruit flies like a banana"
         words = is_word(ex)
         pools = [
             (words & (ex["segments"] == s)).nonzero()[:, 0] for s in (0, 1)
@@ -276,13 +296,15 @@ def claim2_null(examples, draws, generator):
     return (total / len(examples)).permute(2, 0, 1)  # (draws, L, h)
 
 
-def coreference_examples(model, tokenizer, rows):
+def coreference_examples(model, tokenizer, rows, set_name=None):
     """Run Winograd-style sentences, rows of (sentence, pronoun, right,
-    wrong)."""
-    examples = run_examples(model, tokenizer, [r[0] for r in rows])
+    wrong). set_name: the file the rows come from, named in errors."""
+    examples = run_examples(
+        model, tokenizer, [r[0] for r in rows], set_name=set_name
+    )
     for ex, (_, *words) in zip(examples, rows):
         ex["pronoun"], ex["right"], ex["wrong"] = (
-            position(ex, word) for word in words
+            position(ex, word, 0, set_name) for word in words
         )
     return examples
 
@@ -307,8 +329,8 @@ def referent_accuracy(examples, flips=None):
 
 
 def weighted_norms(attention_block, hidden_state, alpha):
-    """(h, T, T): ||alpha_ij * v_j W^O_h||, the size of what query i takes
-    from key j through one head (Kobayashi et al., 2020).
+    """(h, T, T): ||alpha_tj * v_j W^O_i||, the size of what query t takes
+    from key j through head i (Kobayashi et al., 2020).
 
     attention_block: a BERT layer's `attention` (self + output);
     hidden_state: (1, T, d), what enters the layer; alpha: (h, T, T), that
@@ -337,3 +359,310 @@ def query_key_products(attention_block, hidden_state, head, query):
         K = self_attn.key(hidden_state)[0].view(T, h, d_k)[:, head]
     products = q * K  # (T, d_k)
     return q, K, products, products.sum(-1) / d_k**0.5
+
+
+# --- The evaluation sets and the tests of the source's claims --------------
+# Each test chooses on the even rows of a set and confirms on the odd rows,
+# and draws its random baselines from its own seeded generator, so every
+# page that runs a test gets the same numbers.
+
+SETS = {
+    "pairs": "claim1_pairs.tsv",
+    "flies": "flies_pairs.tsv",
+    "pronouns": "coreference.tsv",
+}
+
+
+def set_path(key):
+    """The file of an evaluation set, as the errors name it."""
+    return f"book/data/{SETS[key]}"
+
+
+def load_sets(model, tokenizer):
+    """(pairs, flies, pronouns): the three evaluation sets of book/data/,
+    run through `model`. Raises a ValueError that names the set when the
+    tokenizer splits a word the set needs whole, or a set's longest input
+    does not fit the model's position table."""
+    a_and_b = list(zip(*load_table(SETS["pairs"])))  # two columns
+    pairs = run_examples(model, tokenizer, *a_and_b, set_path("pairs"))
+    flies = flies_examples(
+        model, tokenizer, load_table(SETS["flies"]), set_path("flies")
+    )
+    pronouns = coreference_examples(
+        model, tokenizer, load_table(SETS["pronouns"]), set_path("pronouns")
+    )
+    return pairs, flies, pronouns
+
+
+def halves(items):
+    """(even rows, odd rows): the rows that choose, the rows that confirm."""
+    return items[0::2], items[1::2]
+
+
+def twin_halves(pronouns):
+    """`halves` of the pronoun sentences, keeping each twin together."""
+    twins = [pronouns[i : i + 2] for i in range(0, len(pronouns), 2)]
+    choose, confirm = halves(twins)
+    return [ex for t in choose for ex in t], [ex for t in confirm for ex in t]
+
+
+def resample_counts(n, draws, generator):
+    """(draws, n): how often each of n examples is drawn in each bootstrap
+    resample (n draws with replacement)."""
+    drawn = torch.randint(n, (draws, n), generator=generator)
+    return torch.zeros(draws, n).scatter_add_(1, drawn, torch.ones(draws, n))
+
+
+def resampled_ratios(sums, counts, times):
+    """(draws, L, h): `own_sentence_ratio` of each bootstrap resample."""
+    return own_sentence_ratio(
+        torch.einsum("rn,n...->r...", times, sums),
+        torch.einsum("rn,n...->r...", times, counts),
+    )
+
+
+def claim1_test(pairs, draws=1000, seed=0):
+    """Claim 1 (attention stays within the sentence) on the pairs.
+
+    Returns a dict: `within` (N, L, h) the raw share; `ratio_all`,
+    `ratio_choose`, `ratio_confirm` (L, h) the own/other ratio at equal
+    offset on all pairs, the even and the odd; `low`, `high` a 95%
+    bootstrap interval of the heads' geometric-mean ratio; `confirm_low`
+    (L, h) each head's 2.5% bootstrap point on the odd pairs; `replicated`
+    (L, h) heads above 1 on the even pairs whose odd-pair interval lies
+    above 1; `halves_r` the correlation of the halves' log ratios.
+    """
+    generator = torch.Generator().manual_seed(seed)
+    sums, counts = offset_sums(pairs)
+    even, odd = slice(0, None, 2), slice(1, None, 2)
+    result = {
+        "within": within_shares(pairs),
+        "ratio_all": own_sentence_ratio(sums.sum(0), counts.sum(0)),
+        "ratio_choose": own_sentence_ratio(
+            sums[even].sum(0), counts[even].sum(0)
+        ),
+        "ratio_confirm": own_sentence_ratio(
+            sums[odd].sum(0), counts[odd].sum(0)
+        ),
+    }
+    times = resample_counts(len(pairs), draws, generator)
+    mean_ratio = resampled_ratios(sums, counts, times).log().mean((1, 2)).exp()
+    result["low"], result["high"] = mean_ratio.quantile(
+        torch.tensor([0.025, 0.975])
+    )
+    odd_times = resample_counts(len(sums[odd]), draws, generator)
+    odd_ratios = resampled_ratios(sums[odd], counts[odd], odd_times)
+    result["confirm_low"] = odd_ratios.quantile(0.025, dim=0)  # (L, h)
+    result["replicated"] = (result["ratio_choose"] > 1) & (
+        result["confirm_low"] > 1
+    )
+    logs = torch.stack(
+        [
+            result["ratio_choose"].flatten().log(),
+            result["ratio_confirm"].flatten().log(),
+        ]
+    )
+    one_head = logs.shape[1] < 2  # a correlation needs two heads
+    result["halves_r"] = (
+        torch.tensor(float("nan")) if one_head else torch.corrcoef(logs)[0, 1]
+    )
+    return result
+
+
+def correlation_bar(n):
+    """About the size a correlation of n unrelated pairs of numbers stays
+    under 95% of the time (two-sided): 1.96 / sqrt(n - 1)."""
+    return 1.96 / (n - 1) ** 0.5
+
+
+def mean_interval(values, draws=1000, seed=0):
+    """(low, high): a 95% bootstrap interval of the mean of `values` (N,)."""
+    generator = torch.Generator().manual_seed(seed)
+    times = resample_counts(len(values), draws, generator)
+    means = times @ values / len(values)  # (draws,)
+    return tuple(means.quantile(torch.tensor([0.025, 0.975])).tolist())
+
+
+def first_searched_layer(num_layers):
+    """Claim 2 searches layers from 1 on: a layer-0 query is made from one
+    token's embedding, position and segment, before any context."""
+    return 1 if num_layers > 1 else 0
+
+
+def claim2_test(flies, draws=1000, seed=0):
+    """Claim 2 ("flies" looks at "arrow" in A, "fruit" and "banana" in B).
+
+    A head's score on a pair is the smallest of its three lifts. The head
+    is chosen on the even pairs among the layers from
+    `first_searched_layer` on, against a null of random targets for the
+    best of those heads; it is confirmed on the odd pairs against its own
+    random-target null. Then, on the odd pairs, the sharper test: in A,
+    the target's lift minus the larger of the subject's and B's first
+    word's (`diff_a`); in B, the smaller of the targets' lifts minus the
+    lift of B's verb, "like" (`diff_b`). Returns a dict.
+    """
+    generator = torch.Generator().manual_seed(seed)
+    scores = torch.stack(
+        [lifts(ex, ex["targets"]).min(0).values for ex in flies]
+    )
+    first = first_searched_layer(scores.shape[1])
+    even, odd = halves(flies)
+    searched = scores[0::2].mean(0)[first:]  # (L - first, h)
+    layer, head = best_head(searched)
+    layer += first
+    null_choose = claim2_null(even, draws, generator)[:, first:]
+    null_confirm = claim2_null(odd, draws, generator)[:, layer, head]
+
+    def lift(ex, query, key):  # the lift that token `query` gives `key`
+        row = ex["attention"][layer, head, query]
+        return row[key] * row.shape[-1]
+
+    diff_a = torch.stack(
+        [
+            lift(ex, ex["flies"][0], ex["targets"][0])
+            - torch.max(
+                lift(ex, ex["flies"][0], ex["flies"][0] - 1),  # A's subject
+                lift(ex, ex["flies"][0], ex["targets"][1]),  # B's first word
+            )
+            for ex in odd
+        ]
+    )
+    diff_b = torch.stack(
+        [
+            torch.min(
+                lift(ex, ex["flies"][1], ex["targets"][1]),
+                lift(ex, ex["flies"][1], ex["targets"][2]),
+            )
+            - lift(ex, ex["flies"][1], ex["like_b"])
+            for ex in odd
+        ]
+    )
+    return {
+        "scores": scores,
+        "first_layer": first,
+        "layer": layer,
+        "head": head,
+        "chosen": scores[0::2].mean(0)[layer, head],
+        "confirmed": scores[1::2].mean(0)[layer, head],
+        "best_of_heads": null_choose.flatten(1).max(-1).values,
+        "null_confirm": null_confirm,
+        "bar_choose": null_choose.flatten(1).max(-1).values.quantile(0.95),
+        "bar_confirm": null_confirm.quantile(0.95),
+        "diff_a": diff_a,
+        "diff_b": diff_b,
+        "interval_a": mean_interval(diff_a, seed=seed),
+        "interval_b": mean_interval(diff_b, seed=seed),
+    }
+
+
+def twin_flips(draws, n_sentences, generator):
+    """(draws, n_sentences): swap the labels of whole twins at random."""
+    flips = torch.rand(draws, n_sentences // 2, generator=generator) < 0.5
+    return flips.repeat_interleave(2, dim=1)
+
+
+def twin_null_bar(wins, draws, generator):
+    """(...): the 95% point of each head's accuracy when whole twins'
+    labels are swapped at random. wins: (..., N) bool, twins adjacent.
+
+    A swap turns a twin that is right twice into one wrong twice and back,
+    and leaves a twin with one right answer as it is; so the number of
+    twins right twice is drawn as a fair binomial of those that can
+    change, which is the swap itself, without drawing every swap."""
+    per_twin = wins.unflatten(-1, (-1, 2)).sum(-1)  # (..., N / 2): 0, 1, 2
+    mixed = (per_twin == 1).sum(-1).float()  # (...,)
+    can_change = (per_twin != 1).sum(-1).float()[..., None]  # (..., 1)
+    counts = can_change.expand(*can_change.shape[:-1], draws).contiguous()
+    twice = torch.binomial(counts, torch.full_like(counts, 0.5), generator)
+    swapped = (mixed[..., None] + 2 * twice) / wins.shape[-1]  # (..., draws)
+    return swapped.quantile(0.95, dim=-1)
+
+
+def wins_of(examples):
+    """(L, h, N) bool: the pronoun gives its referent more weight than the
+    other candidate, per head and sentence."""
+    return torch.stack(
+        [
+            ex["attention"][:, :, ex["pronoun"], ex["right"]]
+            > ex["attention"][:, :, ex["pronoun"], ex["wrong"]]
+            for ex in examples
+        ],
+        -1,
+    )
+
+
+def pronoun_test(pronouns, draws=1000, seed=0):
+    """Does a head find the pronoun's referent (Clark et al.'s measure)?
+
+    Heads are ranked on the even twins, against the best head under
+    whole-twin label swaps; the best ones (with ties) are confirmed on the
+    odd twins, each against its own swapped-label null. Returns a dict.
+    """
+    generator = torch.Generator().manual_seed(seed)
+    choose, confirm = twin_halves(pronouns)
+    accuracy = referent_accuracy(choose)  # (L, h)
+    held_out = referent_accuracy(confirm)
+    tied = (accuracy == accuracy.max()).nonzero().tolist()
+    swapped = referent_accuracy(
+        choose, twin_flips(draws, len(choose), generator)
+    )  # (draws, L, h)
+    bar_confirm = twin_null_bar(wins_of(confirm), draws, generator)  # (L, h)
+    first_right = sum(ex["right"] < ex["wrong"] for ex in pronouns) / len(
+        pronouns
+    )
+    return {
+        "accuracy": accuracy,
+        "held_out": held_out,
+        "tied": tied,
+        "bar_choose": swapped.flatten(1).max(-1).values.quantile(0.95),
+        "bar_confirm": bar_confirm,
+        "margin": max(
+            float(held_out[t] - bar_confirm[t]) for t in map(tuple, tied)
+        ),
+        "majority": max(first_right, 1 - first_right),
+        "n_choose": len(choose),
+        "n_confirm": len(confirm),
+    }
+
+
+def detection_power(p, n_sentences, sims=2000, draws=1000, seed=0):
+    """The share of simulated heads, right on each sentence with chance
+    `p`, that pass the held-out test: more than the 95% point of their own
+    whole-twin label-swap null, on `n_sentences` sentences (twins)."""
+    generator = torch.Generator().manual_seed(seed)
+    wins = torch.rand(sims, n_sentences, generator=generator) < p
+    bar = twin_null_bar(wins, draws, generator)  # (sims,)
+    return float((wins.float().mean(-1) > bar).float().mean())
+
+
+def special_shares(model, examples):
+    """(by_weight, by_norm), each (L,): the share of attention on [CLS] and
+    [SEP], measured by weight and by the size of what each link moves
+    (`weighted_norms`), averaged over heads, queries and the examples."""
+    L = len(model.encoder.layer)
+    by_weight, by_norm = torch.zeros(L), torch.zeros(L)
+    for i, block in enumerate(model.encoder.layer):
+        for ex in examples:
+            alpha = ex["attention"][i]  # (h, T, T)
+            moved = weighted_norms(
+                block.attention, ex["hidden_states"][i], alpha
+            )
+            moved = moved / moved.sum(-1, keepdim=True)  # rows sum to 1
+            by_weight[i] += alpha[..., ex["special"]].sum(-1).mean()
+            by_norm[i] += moved[..., ex["special"]].sum(-1).mean()
+    return by_weight / len(examples), by_norm / len(examples)
+
+
+def share_on(examples, word):
+    """(L,): the share of attention on the token `word` (say "[SEP]"),
+    per layer, averaged over heads, queries and the examples."""
+    return torch.stack(
+        [
+            ex["attention"][
+                ..., [i for i, t in enumerate(ex["tokens"]) if t == word]
+            ]
+            .sum(-1)
+            .mean((-1, -2))
+            for ex in examples
+        ]
+    ).mean(0)
