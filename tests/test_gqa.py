@@ -22,6 +22,7 @@ from mhabook.gqa import (
     group_size_for,
     grouped_from_batched,
     grouped_from_bert,
+    grouped_from_llama,
 )
 from mhabook.grouped_bert import (
     attention_shift,
@@ -139,7 +140,7 @@ def test_equals_llama_attention(h, g, is_causal, bias):
         attn_implementation="eager",
     )
     llama = LlamaAttention(config, layer_idx=0).eval()
-    layer = GroupedQueryAttention.from_llama(llama)
+    layer = grouped_from_llama(llama)
     x = torch.randn(2, 7, D_K * h)
     with torch.no_grad():
         ref, ref_weights = run_llama(llama, x, is_causal)
@@ -167,7 +168,7 @@ def test_from_llama_checks_what_it_copies():
     llama = LlamaAttention(config, layer_idx=0)
     llama.extra = torch.nn.Linear(2, 2)
     with pytest.raises(ValueError, match="not a LlamaAttention block"):
-        GroupedQueryAttention.from_llama(llama)
+        grouped_from_llama(llama)
     odd = LlamaConfig(
         hidden_size=32,
         num_attention_heads=4,
@@ -175,7 +176,7 @@ def test_from_llama_checks_what_it_copies():
         head_dim=16,
     )
     with pytest.raises(ValueError, match="head_dim 16"):
-        GroupedQueryAttention.from_llama(LlamaAttention(odd, layer_idx=0))
+        grouped_from_llama(LlamaAttention(odd, layer_idx=0))
 
 
 # KV cache
@@ -310,3 +311,15 @@ def test_attention_shift_leaves_padding_rows_out():
     assert attention_shift(ref, changed, mask).item() == pytest.approx(
         expected
     )
+
+
+def test_the_cache_widens_a_mask_to_the_cached_tokens():
+    cache = KVCache(1, 2, 6, D_K)
+    K = torch.randn(1, 2, 4, D_K)
+    assert cache.append(K, K)[2] is None
+    mask = causal_mask(2).expand(1, 2, 2).unsqueeze(1)  # (B, 1, T, T)
+    keys, values, widened = cache.append(K[:, :, :2], K[:, :, :2], mask)
+    assert keys.shape == values.shape == (1, 2, 6, D_K)
+    assert widened.shape == (1, 1, 2, 6)
+    assert widened[..., :4].all()  # every cached token is in the past
+    assert torch.equal(widened[..., 4:], mask)

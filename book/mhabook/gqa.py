@@ -14,7 +14,7 @@ import torch
 from torch import nn
 
 from .batched import check_mask, copy_checked
-from .layers import head_dim_for
+from .layers import head_dim_for, scaled_dot_product_attention
 
 
 @dataclass(frozen=True)
@@ -40,81 +40,65 @@ def group_size_for(num_heads, num_kv_heads):
 
 
 class GroupedQueryAttention(nn.Module):
-    """h query heads in g groups; each group shares one key/value head.
-
-    g = h is multi-head attention, g = 1 is multi-query attention.
-    """
+    """h query heads in g groups; each group shares one key/value head."""
 
     def __init__(self, config):
         super().__init__()
         self.num_heads = h = config.num_attention_heads
         self.num_kv_heads = g = config.num_key_value_heads
         self.group_size = group_size_for(h, g)
-        self.head_dim = head_dim_for(config.hidden_size, h)
-        hidden, bias = config.hidden_size, config.attention_bias
-        self.q = nn.Linear(hidden, hidden, bias=bias)
-        # rows [0, g d_k): the g key heads, [g d_k, 2 g d_k): value heads
-        self.kv = nn.Linear(hidden, 2 * g * self.head_dim, bias=bias)
-        self.output_linear = nn.Linear(hidden, hidden, bias=bias)
+        C, bias = config.hidden_size, config.attention_bias
+        self.head_dim = d_k = head_dim_for(C, h)
+        self.q = nn.Linear(C, C, bias=bias)
+        self.kv = nn.Linear(C, 2 * g * d_k, bias=bias)  # g keys, g values
+        self.output_linear = nn.Linear(C, C, bias=bias)
 
     def forward(self, hidden_state, mask=None, cache=None):
         B, T, C = hidden_state.shape
         h, g, d_k = self.num_heads, self.num_kv_heads, self.head_dim
         mask = check_mask(mask, B, T)  # None or (B, 1, T, T)
-        # 1. project: h heads of queries, g heads of keys and values
-        Q = self.q(hidden_state).view(B, T, h, d_k)  # (B, T, h, d_k)
-        Q = Q.transpose(1, 2)  # (B, h, T, d_k)
+        # 1. project: h heads of queries, Q (B, h, T, d_k); g of keys, values
+        Q = self.q(hidden_state).view(B, T, h, d_k).transpose(1, 2)
         kv = self.kv(hidden_state).view(B, T, 2, g, d_k)  # (B, T, 2, g, d_k)
         K, V = kv.permute(2, 0, 3, 1, 4)  # 2 x (B, g, T, d_k)
-        if cache is not None:  # the new tokens also see the cached ones
-            past = cache.length
-            K, V = cache.append(K, V)  # 2 x (B, g, S, d_k), S = past + T
-            if mask is not None:
-                seen = mask.new_ones(B, 1, T, past)  # (B, 1, T, past)
-                mask = torch.cat([seen, mask], dim=-1)  # (B, 1, T, S)
-        # 2. share: key/value head j serves query heads j*h/g .. (j+1)*h/g-1
-        K = K.repeat_interleave(self.group_size, dim=1)  # (B, h, S, d_k)
-        V = V.repeat_interleave(self.group_size, dim=1)  # (B, h, S, d_k)
-        # 3. attend, exactly as BatchedMultiHeadAttention does
-        scores = (Q * d_k**-0.5) @ K.transpose(-2, -1)  # (B, h, T, S)
-        if mask is not None:
-            scores = scores.masked_fill(~mask, float("-inf"))
-        weights = torch.softmax(scores, dim=-1)  # (B, h, T, S)
-        if mask is not None:  # a query with nothing to attend to gets 0
-            weights = weights.masked_fill(~mask.any(-1, keepdim=True), 0.0)
-        context = weights @ V  # (B, h, T, d_k)
+        if cache is not None:  # S = cached + T keys, mask (B, 1, T, S)
+            K, V, mask = cache.append(K, V, mask)
+        K = K.repeat_interleave(h // g, dim=1)  # 2. share: (B, h, S, d_k)
+        V = V.repeat_interleave(h // g, dim=1)  # (B, h, S, d_k)
+        # 3. attend: weights (B, h, T, S), context (B, h, T, d_k)
+        context, weights = scaled_dot_product_attention(Q, K, V, mask)
         # 4. concat the heads and mix them with W^O
         context = context.transpose(1, 2).reshape(B, T, C)  # (B, T, C)
         return self.output_linear(context), weights
 
-    @classmethod
-    def from_llama(cls, llama_attention):
-        """Copy a Hugging Face LlamaAttention's q/k/v/o projections."""
-        config = llama_attention.config
-        source = llama_attention.state_dict()
-        parts = ("weight", "bias") if config.attention_bias else ("weight",)
-        expected = {f"{p}_proj.{w}" for p in "qkvo" for w in parts}
-        if source.keys() != expected:
-            raise ValueError(
-                f"not a LlamaAttention block: expected the parameters "
-                f"{sorted(expected)}, found {sorted(source)}"
-            )
-        layer = cls(config)
-        if layer.head_dim != llama_attention.head_dim:
-            raise ValueError(
-                f"head_dim {llama_attention.head_dim} is not hidden_size / "
-                f"num_attention_heads = {layer.head_dim}; this layer needs "
-                f"them equal"
-            )
-        weights = {}
-        for w in parts:
-            weights[f"q.{w}"] = source[f"q_proj.{w}"]
-            weights[f"kv.{w}"] = torch.cat(  # keys first, then values
-                [source[f"k_proj.{w}"], source[f"v_proj.{w}"]]
-            )
-            weights[f"output_linear.{w}"] = source[f"o_proj.{w}"]
-        copy_checked(layer, weights)
-        return layer
+
+def grouped_from_llama(llama_attention):
+    """Copy a Hugging Face LlamaAttention's q/k/v/o projections."""
+    config = llama_attention.config
+    source = llama_attention.state_dict()
+    parts = ("weight", "bias") if config.attention_bias else ("weight",)
+    expected = {f"{p}_proj.{w}" for p in "qkvo" for w in parts}
+    if source.keys() != expected:
+        raise ValueError(
+            f"not a LlamaAttention block: expected the parameters "
+            f"{sorted(expected)}, found {sorted(source)}"
+        )
+    layer = GroupedQueryAttention(config)
+    if layer.head_dim != llama_attention.head_dim:
+        raise ValueError(
+            f"head_dim {llama_attention.head_dim} is not hidden_size / "
+            f"num_attention_heads = {layer.head_dim}; this layer needs "
+            f"them equal"
+        )
+    weights = {}
+    for w in parts:
+        weights[f"q.{w}"] = source[f"q_proj.{w}"]
+        weights[f"kv.{w}"] = torch.cat(  # keys first, then values
+            [source[f"k_proj.{w}"], source[f"v_proj.{w}"]]
+        )
+        weights[f"output_linear.{w}"] = source[f"o_proj.{w}"]
+    copy_checked(layer, weights)
+    return layer
 
 
 def grouped_from_batched(batched):
@@ -139,34 +123,46 @@ def grouped_from_batched(batched):
 class KVCache:
     """One layer's keys and values of every token so far, for decoding.
 
-    Room for max_tokens is set aside once; each step writes its new keys
-    and values after the old ones, which are never computed again.
+    Room for T_max = max_tokens is set aside once; each call writes the
+    new keys and values after the old ones, which are never computed again.
     """
 
     def __init__(self, batch, num_kv_heads, max_tokens, head_dim):
         shape = (batch, num_kv_heads, max_tokens, head_dim)
-        self.keys = torch.zeros(shape)  # (B, g, max_tokens, d_k)
-        self.values = torch.zeros(shape)  # (B, g, max_tokens, d_k)
+        self.keys = torch.zeros(shape)  # (B, g, T_max, d_k)
+        self.values = torch.zeros(shape)  # (B, g, T_max, d_k)
         self.length = 0  # tokens stored so far
 
-    def append(self, K, V):
-        """Store K, V (B, g, T, d_k); return all so far, 2 x (B, g, S, d_k)."""
-        B, g, room, d_k = self.keys.shape
+    def append(self, K, V, mask=None):
+        """Store K, V (B, g, T, d_k). Return every key and value so far,
+        2 x (B, g, S, d_k), and the mask (B, 1, T, S) that lets the T new
+        tokens see all the cached ones too (None stays None)."""
         start, end = self.length, self.length + K.shape[2]
-        if K.shape != (B, g, K.shape[2], d_k) or V.shape != K.shape:
-            raise ValueError(
-                f"keys {tuple(K.shape)} and values {tuple(V.shape)} do not "
-                f"fit a cache of (B, g, max_tokens, d_k) = {(B, g, room, d_k)}"
-            )
-        if end > room:
-            raise ValueError(
-                f"the cache has room for {room} tokens, not {end}: make it "
-                f"with max_tokens >= {end}"
-            )
+        check_fits(self.keys.shape, start, K, V)  # else says what fits
         self.keys[:, :, start:end] = K
         self.values[:, :, start:end] = V
         self.length = end
-        return self.keys[:, :, :end], self.values[:, :, :end]
+        if mask is not None:  # every cached key is in the new tokens' past
+            seen = mask.new_ones(*mask.shape[:-1], start)  # (B, 1, T, start)
+            mask = torch.cat([seen, mask], dim=-1)  # (B, 1, T, S)
+        return self.keys[:, :, :end], self.values[:, :, :end], mask
+
+
+def check_fits(cache_shape, stored, K, V):
+    """Refuse keys and values that do not fit a cache of cache_shape
+    holding `stored` tokens, with an error that says what would fit."""
+    B, g, room, d_k = cache_shape
+    end = stored + K.shape[2]
+    if K.shape != (B, g, K.shape[2], d_k) or V.shape != K.shape:
+        raise ValueError(
+            f"keys {tuple(K.shape)} and values {tuple(V.shape)} do not "
+            f"fit a cache of (B, g, max_tokens, d_k) = {(B, g, room, d_k)}"
+        )
+    if end > room:
+        raise ValueError(
+            f"the cache has room for {room} tokens, not {end}: make it "
+            f"with max_tokens >= {end}"
+        )
 
 
 def grouped_from_bert(bert_attention, num_kv_heads):
