@@ -30,9 +30,7 @@ ABOUT_BUNDLED = (
     "and vocabulary at a smaller size, with other weights. They start from "
     "MiniLM, a small model distilled from a larger one, and were then tuned "
     "by sentence-transformers as a sentence encoder: one text in, one "
-    "vector out. That tuning never showed it two sentences in one input. "
-    "So what Clark et al. (2019) found in BERT-base is a hypothesis to "
-    "test here, not a fact about this model."
+    "vector out. That tuning never showed it two sentences in one input."
 )
 HOW_TO_GET_PREFERRED = (
     f"to use {PREFERRED}, run once with network access: python -c "
