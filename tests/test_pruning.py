@@ -7,10 +7,17 @@ from mhabook.embedding import load_lines, sentence_embeddings
 from mhabook.pruning import (
     SentenceBatch,
     attention_shares,
+    chance_correlation,
+    detectable_correlation,
     group_by_layer,
     heads_removed,
+    overlap_rows,
+    paired_counts,
+    paraphrase_rows,
     paraphrase_score,
     rank_correlation,
+    rows_needed,
+    sign_test,
 )
 from tiny import tiny_bert, tiny_tokenizer
 
@@ -105,6 +112,53 @@ def test_paraphrase_score_counts_rows_closer_to_the_paraphrase():
     assert paraphrase_score(sentence, paraphrase, partner) == pytest.approx(
         2 / 3
     )
+
+
+def test_paraphrase_rows_say_which_rows_are_right():
+    sentence = torch.tensor([[1.0, 0.0], [1.0, 0.0]])
+    paraphrase = torch.tensor([[1.0, 0.1], [0.0, 1.0]])
+    partner = torch.tensor([[0.0, 1.0], [1.0, 0.2]])
+    right = paraphrase_rows(sentence, paraphrase, partner)
+    assert right.tolist() == [True, False]
+
+
+def test_overlap_rows_count_shared_words():
+    rows = [
+        ("the cat sat", "The cat sat down", "a dog ran"),
+        ("the cat sat", "a feline rested", "the cat ran"),
+    ]
+    assert overlap_rows(rows).tolist() == [True, False]
+
+
+def test_paired_counts_and_the_sign_test():
+    a = torch.tensor([True, True, True, False, True])
+    b = torch.tensor([True, False, False, True, True])
+    assert paired_counts(a, b) == (2, 1)
+    assert sign_test(2, 0) == pytest.approx(0.25)
+    assert sign_test(2, 1) == pytest.approx(0.5)
+    assert sign_test(0, 0) == 1.0  # never disagree: no evidence
+    assert sign_test(0, 3) == 1.0
+    assert sign_test(14, 0) == pytest.approx(2**-14)
+
+
+def test_rows_needed_is_the_fewest_rows_a_sign_test_can_detect():
+    assert rows_needed(0.05) == 5  # 1/32 < 0.05 <= 1/16
+    assert rows_needed(1 / 16) == 5  # strictly below
+    assert rows_needed(0.01) == 7
+    k = rows_needed(0.05)
+    assert sign_test(k, 0) < 0.05 <= sign_test(k - 1, 0)
+
+
+def test_chance_and_detectable_correlations():
+    g = torch.Generator().manual_seed(0)
+    bar = chance_correlation(72, 0.95, g)
+    assert 0.2 < bar < 0.28  # about 1.96 / sqrt(71) = 0.23
+    assert chance_correlation(72, 0.99, g) > bar
+    assert detectable_correlation(bar, 72) > bar  # power 0.8 needs more
+    assert detectable_correlation(bar, 72, power=0.5) == pytest.approx(
+        bar, abs=1e-9
+    )
+    assert detectable_correlation(0.5, 3) == 1.0
 
 
 def test_attention_shares_name_what_a_head_attends_to():

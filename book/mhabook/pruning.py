@@ -10,7 +10,10 @@ Shape letters: B batch, T tokens, C hidden size, h heads, d_k = C // h,
 L layers.
 """
 
+import math
+import re
 from contextlib import contextmanager
+from statistics import NormalDist
 
 import torch
 import torch.nn.functional as F
@@ -48,12 +51,8 @@ def zero_heads_hook(heads, num_heads):
 
 @contextmanager
 def heads_removed(model, heads):
-    """Inside the `with` block, `model` runs without `heads`.
-
-    heads: (layer, head) pairs. Each affected block's W^O (its
-    attention.output.dense) gets a zero_heads_hook; the hooks are removed
-    when the block ends, even after an error.
-    """
+    """Inside the `with` block, `model` runs without `heads`, a list of
+    (layer, head) pairs; the hooks go when the block ends, even on error."""
     layers = model.base_model.encoder.layer
     num_heads = model.config.num_attention_heads
     grouped = group_by_layer(heads, len(layers), num_heads)
@@ -132,15 +131,59 @@ def cosines(reference, changed):
     return F.cosine_similarity(reference, changed, dim=-1)
 
 
+def paraphrase_rows(sentences, paraphrases, partners):
+    """(N,) bool: the rows whose sentence embedding is closer (cosine) to
+    its paraphrase's than to its unrelated partner's; each is (N, C)."""
+    return cosines(sentences, paraphrases) > cosines(sentences, partners)
+
+
 def paraphrase_score(sentences, paraphrases, partners):
     """Share of rows whose sentence embedding is closer (cosine) to its
     paraphrase's than to its unrelated partner's; each argument is (N, C)."""
     return (
-        (cosines(sentences, paraphrases) > cosines(sentences, partners))
-        .float()
-        .mean()
-        .item()
+        paraphrase_rows(sentences, paraphrases, partners).float().mean().item()
     )
+
+
+def words(text):
+    """The set of lower-cased words of `text`."""
+    return set(re.findall(r"\w+", text.lower()))
+
+
+def overlap(a, b):
+    """Jaccard overlap of two texts' word sets: shared over all words."""
+    return len(words(a) & words(b)) / len(words(a) | words(b))
+
+
+def overlap_rows(rows):
+    """(N,) bool: rows (sentence, paraphrase, partner) whose paraphrase
+    shares a larger part of its words with the sentence than the partner
+    does: the task done by counting shared words, with no model."""
+    return torch.tensor([overlap(s, p) > overlap(s, q) for s, p, q in rows])
+
+
+def paired_counts(a, b):
+    """(wins, losses): rows that scorer `a` gets right and `b` wrong, and
+    rows that `b` gets right and `a` wrong; a, b are (N,) bool."""
+    return int((a & ~b).sum()), int((~a & b).sum())
+
+
+def sign_test(wins, losses):
+    """One-sided exact sign test on the rows where two scorers disagree:
+    the chance that a fair coin, tossed wins + losses times, comes up
+    heads `wins` times or more. 1.0 when they never disagree."""
+    tosses = int(wins) + int(losses)
+    heads = sum(math.comb(tosses, k) for k in range(int(wins), tosses + 1))
+    return heads / 2**tosses
+
+
+def rows_needed(alpha=0.05):
+    """The fewest disagreeing rows, all won, that `sign_test` finds below
+    `alpha`: fewer rows than that cannot show a difference at all."""
+    rows = 0
+    while sign_test(rows, 0) >= alpha:
+        rows += 1
+    return rows
 
 
 def attention_shares(attention, input_ids, attention_mask, special_ids):
@@ -173,3 +216,27 @@ def rank_correlation(a, b):
     """Spearman's rank correlation of two same-shape tensors (no ties)."""
     ranks = [x.flatten().argsort().argsort().double() for x in (a, b)]
     return torch.corrcoef(torch.stack(ranks))[0, 1].item()
+
+
+def chance_correlation(n, level, generator, draws=2000):
+    """The size of rank correlation that chance reaches over n items: the
+    `level` quantile of |correlation| between n ranks and `draws` random
+    shuffles of them (a permutation null)."""
+    ranks = torch.arange(n, dtype=torch.double)
+    ranks -= ranks.mean()
+    shuffled = torch.stack(
+        [ranks[torch.randperm(n, generator=generator)] for _ in range(draws)]
+    )  # (draws, n)
+    null = (shuffled * ranks).sum(-1) / (ranks * ranks).sum()  # (draws,)
+    return null.abs().quantile(level).item()
+
+
+def detectable_correlation(bar, n, power=0.8):
+    """The true rank correlation whose sample value over n items passes
+    `bar` with probability `power`: Fisher's z, with the variance
+    1.06 / (n - 3) of Spearman's correlation (Fieller et al., 1957)."""
+    if n <= 3:
+        return 1.0  # too few items to detect anything short of perfect
+    spread = math.sqrt(1.06 / (n - 3))
+    z = math.atanh(min(bar, 0.999999)) + NormalDist().inv_cdf(power) * spread
+    return math.tanh(z)
