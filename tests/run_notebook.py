@@ -3,8 +3,9 @@
     .venv/bin/python tests/run_notebook.py book/real_heads.ipynb [CHECKPOINT]
 
 With CHECKPOINT (a folder), the notebook loads it through $MHA_CHECKPOINT.
-Writes the executed copy to _build/run/<name>.ipynb and prints the error,
-if a cell failed, and every glued value.
+Writes the executed copy to _build/run/<name>.ipynb (or to the folder in
+$MHA_RUN_OUT) and prints the error, if a cell failed, and every glued
+value; exits 1 if a cell failed.
 """
 
 import os
@@ -37,7 +38,8 @@ def run(path, checkpoint=None):
         client.execute()
     except nbclient.exceptions.CellExecutionError as e:
         error = e
-    out = ROOT / "_build" / "run" / path.name
+    out = Path(os.environ.get("MHA_RUN_OUT", ROOT / "_build" / "run"))
+    out = out / path.name
     out.parent.mkdir(parents=True, exist_ok=True)
     nbformat.write(nb, out)
     print(
