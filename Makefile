@@ -15,7 +15,7 @@ export HF_HUB_OFFLINE := 1
 # is set, every process would compile every module it imports again.
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: install book test lint lab screenshots bench-build bench-attention \
+.PHONY: install book test lint lib lab screenshots bench-build bench-attention \
 	bench-pages bench-live bench-ci chromium clean
 
 book: $(STAMP)
@@ -25,6 +25,10 @@ test: $(STAMP) lint
 	@command -v chromium >/dev/null || $(MAKE) chromium
 	$(BIN)/pytest -n auto --maxprocesses 4 --dist loadfile --no-loadscope-reorder \
 		--build-book-first
+
+# book/mhabook/layers/ from the notebooks' `# @save` cells.
+lib: $(STAMP)
+	$(BIN)/python tests/tools/make_lib.py
 
 # The checks the pre-commit hooks make, enforced: code and notebooks.
 lint: $(STAMP)

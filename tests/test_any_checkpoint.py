@@ -20,7 +20,7 @@ import nbformat
 import pytest
 
 from chapter import toc_notebooks
-from mhabook.verdicts import check_record
+from mhabook.experiments.verdicts import check_record
 from tiny import save_random_bert
 
 LOADS = [

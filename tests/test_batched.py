@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from mhabook import MultiHeadAttention
-from mhabook.batched import (
+from mhabook.layers.all_heads import (
     AttentionConfig,
     BatchedMultiHeadAttention,
     batched_attention,

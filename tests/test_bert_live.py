@@ -13,8 +13,8 @@ import torch
 
 from browsing import open_page
 from chapter import BOOK
-from mhabook import live
-from mhabook.checkpoint import bundled_path
+from mhabook.experiments.checkpoint import bundled_path
+from mhabook.views import live
 
 LAB = "book/labs.html"
 BUTTON = "Download the model"
@@ -310,7 +310,7 @@ def all_layers_page(site):
     """A page with BertViz's head view of every layer of a random pair,
     its CDN addresses rewritten as the book build does."""
     from browsing import harness_page
-    from mhabook.bertviz_view import head_view_html
+    from mhabook.views.bertviz_view import head_view_html
 
     _, html_dir = site
     tokens = ["[CLS]", "time", "flies", "[SEP]", "fruit", "[SEP]"]

@@ -6,7 +6,7 @@ import re
 import pytest
 import torch
 
-from mhabook.bertviz_view import escape_script, head_view_html
+from mhabook.views.bertviz_view import escape_script, head_view_html
 
 TOKENS = ["[CLS]", "time", "flies", "[SEP]", "fruit", "[SEP]"]
 EVIL = "</script><img src=x onerror=alert(1)>\"&'"

@@ -7,7 +7,7 @@ import pytest
 
 from browsing import THEME_EXCEPTIONS, audit, harness_page, serious
 from mhabook import head_explorer
-from mhabook.bertviz_view import head_view_html
+from mhabook.views.bertviz_view import head_view_html
 
 EVIL = "</script><img src=x onerror=alert(1)>\"'&amp;"
 

@@ -11,7 +11,7 @@ import torch
 from sphinx.builders.html._assets import _CascadingStyleSheet, _JavaScript
 
 from chapter import BOOK
-from mhabook.bertviz_view import head_view_html
+from mhabook.views.bertviz_view import head_view_html
 
 sys.path.insert(0, str(BOOK / "_ext"))
 import accessible_markup  # noqa: E402

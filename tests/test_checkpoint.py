@@ -6,8 +6,8 @@ import huggingface_hub
 import pytest
 from huggingface_hub import constants as hub_constants
 
-from mhabook import checkpoint
-from mhabook.checkpoint import PREFERRED, load_checkpoint, resolve
+from mhabook.experiments import checkpoint
+from mhabook.experiments.checkpoint import PREFERRED, load_checkpoint, resolve
 from tiny import tiny_bert, tiny_tokenizer
 
 

@@ -5,9 +5,15 @@ import matplotlib
 import pytest
 import torch
 
-from mhabook import MultiHeadAttention, costs, verdicts
-from mhabook.batched import AttentionConfig, batched_from_loop
-from mhabook.costs import compare_times, one_thread, time_repeated, watch
+from mhabook import MultiHeadAttention
+from mhabook.experiments import costs, verdicts
+from mhabook.experiments.costs import (
+    compare_times,
+    one_thread,
+    time_repeated,
+    watch,
+)
+from mhabook.layers.all_heads import AttentionConfig, batched_from_loop
 
 matplotlib.use("Agg")
 

@@ -1,7 +1,11 @@
 import pytest
 import torch
 
-from mhabook.embedding import fidelity, load_lines, sentence_embeddings
+from mhabook.experiments.embedding import (
+    fidelity,
+    load_lines,
+    sentence_embeddings,
+)
 from tiny import tiny_bert, tiny_tokenizer
 
 

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from mhabook import head_explorer, pronoun_heads
-from mhabook.explorer import HEAD_COLOURS, layer_explorer, safe_json
+from mhabook.views.explorer import HEAD_COLOURS, layer_explorer, safe_json
 
 TOKENS = "the cat sat on the mat because it was tired".split()
 

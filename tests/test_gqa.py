@@ -8,14 +8,19 @@ import torch.nn.functional as F
 from transformers import LlamaConfig
 from transformers.models.llama.modeling_llama import LlamaAttention
 
-from mhabook.batched import (
+from mhabook.experiments.embedding import sentence_embeddings
+from mhabook.experiments.grouped_bert import (
+    attention_shift,
+    grouped_attention_maps,
+    with_grouped_kv,
+)
+from mhabook.layers.all_heads import (
     AttentionConfig,
     BatchedMultiHeadAttention,
     causal_mask,
     padding_mask,
 )
-from mhabook.embedding import sentence_embeddings
-from mhabook.gqa import (
+from mhabook.layers.sharing_kv import (
     GroupedAttentionConfig,
     GroupedQueryAttention,
     KVCache,
@@ -23,11 +28,6 @@ from mhabook.gqa import (
     grouped_from_batched,
     grouped_from_bert,
     grouped_from_llama,
-)
-from mhabook.grouped_bert import (
-    attention_shift,
-    grouped_attention_maps,
-    with_grouped_kv,
 )
 from tiny import tiny_bert, tiny_tokenizer
 

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 import torch
 
-from mhabook import live
-from mhabook.bertviz_view import head_view_html
+from mhabook.views import live
+from mhabook.views.bertviz_view import head_view_html
 from tiny import WORDS, tiny_bert, tiny_tokenizer
 
 # The exporter (torch.onnx, onnxscript) warns about its own internals.

@@ -15,7 +15,7 @@ import pytest
 from jupyter_cache import get_cache
 
 from chapter import toc_notebooks
-from mhabook.verdicts import check_record
+from mhabook.experiments.verdicts import check_record
 
 NOTEBOOKS = toc_notebooks()
 ids = [p.stem for p in NOTEBOOKS]

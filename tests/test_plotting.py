@@ -17,7 +17,7 @@ from mhabook import (  # noqa: E402
     shape_flow,
     use_chapter_style,
 )
-from mhabook.plotting import encoder_block  # noqa: E402
+from mhabook.views.plotting import encoder_block  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -76,7 +76,7 @@ def test_chapter_style_uses_the_palette():
 
 
 def test_head_scatter_draws_one_dot_per_head_and_the_diagonal():
-    from mhabook.plotting import head_scatter
+    from mhabook.views.plotting import head_scatter
 
     ax = head_scatter(np.full((2, 3), 0.5), np.full((2, 3), 0.6), "x", "y")
     assert len(ax.collections[0].get_offsets()) == 6
@@ -84,7 +84,7 @@ def test_head_scatter_draws_one_dot_per_head_and_the_diagonal():
 
 
 def test_null_histogram_marks_each_observed_value():
-    from mhabook.plotting import null_histogram
+    from mhabook.views.plotting import null_histogram
 
     ax = null_histogram(np.random.rand(50), [0.5, 0.7], "s", ["n", "a", "b"])
     assert len(ax.lines) == 3  # the 95% line and the two observed values
@@ -93,7 +93,7 @@ def test_null_histogram_marks_each_observed_value():
 
 
 def test_query_key_figure_sums_each_product_row():
-    from mhabook.plotting import query_key_figure
+    from mhabook.views.plotting import query_key_figure
 
     q, keys = np.array([1.0, 2.0]), np.array([[1.0, 1.0], [0.0, -1.0]])
     fig = query_key_figure(q, keys, ["a", "b"])
@@ -104,7 +104,7 @@ def test_query_key_figure_sums_each_product_row():
 
 
 def test_paired_bars_draw_two_bars_per_group():
-    from mhabook.plotting import paired_bars
+    from mhabook.views.plotting import paired_bars
 
     ax = paired_bars(
         [0.5, 0.4, 0.3], [0.2, 0.1, 0.3], range(3), ["w", "n"], "s"
@@ -145,7 +145,7 @@ def test_head_matrices_draws_every_matrix_of_a_small_layer():
     from types import SimpleNamespace
 
     from mhabook import MultiHeadAttention
-    from mhabook.plotting import head_matrices
+    from mhabook.views.plotting import head_matrices
 
     torch.manual_seed(0)
     config = SimpleNamespace(hidden_size=8, num_attention_heads=2)
@@ -165,7 +165,7 @@ def test_head_matrices_refuses_a_large_layer():
     from types import SimpleNamespace
 
     from mhabook import MultiHeadAttention
-    from mhabook.plotting import head_matrices
+    from mhabook.views.plotting import head_matrices
 
     config = SimpleNamespace(hidden_size=32, num_attention_heads=2)
     with pytest.raises(ValueError, match="draw a small example"):

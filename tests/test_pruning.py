@@ -3,14 +3,12 @@ import copy
 import pytest
 import torch
 
-from mhabook.embedding import load_lines, sentence_embeddings
-from mhabook.pruning import (
+from mhabook.experiments.embedding import load_lines, sentence_embeddings
+from mhabook.experiments.pruning import (
     SentenceBatch,
     attention_shares,
     chance_correlation,
     detectable_correlation,
-    group_by_layer,
-    heads_removed,
     overlap_rows,
     paired_counts,
     paraphrase_rows,
@@ -19,6 +17,7 @@ from mhabook.pruning import (
     rows_needed,
     sign_test,
 )
+from mhabook.layers.heads_needed import group_by_layer, heads_removed
 from tiny import tiny_bert, tiny_tokenizer
 
 PAIR = ["time flies", "fruit flies time arrow fruit", "arrow"]

@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from mhabook.realheads import (
+from mhabook.experiments.realheads import (
     claim1_test,
     claim2_null,
     coreference_examples,
@@ -275,7 +275,7 @@ def test_query_key_products_give_the_model_attention(tokenizer):
 def test_the_evaluation_sets_use_words_the_tokenizer_keeps_whole():
     from transformers import AutoTokenizer
 
-    from mhabook.checkpoint import bundled_path
+    from mhabook.experiments.checkpoint import bundled_path
 
     tokenizer = AutoTokenizer.from_pretrained(bundled_path())
     for row in load_table("flies_pairs.tsv"):

@@ -1,13 +1,13 @@
 """The bookkeeping of "Sharing keys and values": the references, the timing
-harness, the tables and the baselines of mhabook.sharing."""
+harness, the tables and the baselines of mhabook.experiments.sharing."""
 
 import matplotlib
 import numpy as np
 import pytest
 import torch
 
-from mhabook import sharing
-from mhabook.gqa import grouped_from_llama
+from mhabook.experiments import sharing
+from mhabook.layers.sharing_kv import grouped_from_llama
 
 matplotlib.use("Agg")
 

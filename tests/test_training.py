@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from mhabook.training import (
+from mhabook.experiments.training import (
     IGNORE,
     TinyAttentionModel,
     TinyConfig,

@@ -5,8 +5,14 @@ import json
 import pytest
 import torch
 
-from mhabook import verdicts
-from mhabook.verdicts import check_record, compare, decide, how_many, sign
+from mhabook.experiments import verdicts
+from mhabook.experiments.verdicts import (
+    check_record,
+    compare,
+    decide,
+    how_many,
+    sign,
+)
 
 
 def test_above_and_below_are_strict():

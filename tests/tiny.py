@@ -47,7 +47,7 @@ def save_random_bert(
 
     from transformers import AutoTokenizer
 
-    from mhabook.checkpoint import bundled_path
+    from mhabook.experiments.checkpoint import bundled_path
 
     folder = Path(folder)
     tokenizer = AutoTokenizer.from_pretrained(bundled_path())

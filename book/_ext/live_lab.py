@@ -1,4 +1,4 @@
-"""Serve the live lab (mhabook/live.py) from the built site.
+"""Serve the live lab (mhabook/views/live.py) from the built site.
 
 Sphinx extension. It exports the bundled BERT to ONNX (cached in
 _build/live/, redone only when the checkpoint changes) and copies the
@@ -20,7 +20,7 @@ def copy_live_lab(target):
     sys.path.insert(0, str(HERE.parent))
     import bertviz
 
-    from mhabook import live
+    from mhabook.views import live
 
     target.mkdir(parents=True, exist_ok=True)
     for name, source in live.site_files(live.exported()).items():

@@ -12,7 +12,8 @@ tests/page_budgets.json holds what each page may fetch.
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 WIDGET_SCRIPTS = ("bundled/require", "bundled/npm/@jupyter-widgets/")
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
-# The live lab (mhabook/live.py) draws BertViz's view, which needs require.js.
+# The live lab (mhabook/views/live.py) draws BertViz's view: it needs
+# require.js.
 LIVE_VIEW = '<div class="mha-live"'
 # sphinx-design's files: sphinx-design.min.css, design-tabs.js.
 DESIGN = ("sphinx-design", "design-tabs")

@@ -1,15 +1,24 @@
-"""Helpers for the Multi-Head Attention chapter (re-exports only)."""
+"""Helpers for the Multi-Head Attention chapter (re-exports only).
 
-from .checkpoint import Checkpoint, load_checkpoint, load_tokenizer
-from .explorer import head_explorer
-from .heads import pointer_head, pronoun_heads
+layers/       the layers the chapter teaches, generated from the notebooks
+experiments/  what the pages measure on checkpoints and small models
+views/        figures, the head explorer, BertViz, the live lab
+"""
+
+from .experiments.checkpoint import Checkpoint, load_checkpoint, load_tokenizer
+from .experiments.verdicts import verdict
 from .layers import (
     AttentionHead,
     MultiHeadAttention,
     head_dim_for,
+    heads_removed,
+    pointer_head,
     scaled_dot_product_attention,
+    zero_heads_hook,
 )
-from .plotting import (
+from .views.explorer import head_explorer
+from .views.handmade import pronoun_heads
+from .views.plotting import (
     PALETTE,
     attention_heatmap,
     attention_heatmaps,
@@ -17,7 +26,6 @@ from .plotting import (
     shape_flow,
     use_chapter_style,
 )
-from .pruning import heads_removed, zero_heads_hook
 
 __all__ = [
     "PALETTE",
@@ -37,5 +45,6 @@ __all__ = [
     "scaled_dot_product_attention",
     "shape_flow",
     "use_chapter_style",
+    "verdict",
     "zero_heads_hook",
 ]

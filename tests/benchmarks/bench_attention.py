@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from record import recorded  # noqa: E402
 
-from mhabook.batched import (  # noqa: E402
+from mhabook.layers.all_heads import (  # noqa: E402
     AttentionConfig,
     BatchedMultiHeadAttention,
     torch_from_batched,

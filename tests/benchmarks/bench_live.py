@@ -44,8 +44,8 @@ from record import recorded  # noqa: E402
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "book"))
 
-from mhabook import live  # noqa: E402
-from mhabook.checkpoint import bundled_path  # noqa: E402
+from mhabook.experiments.checkpoint import bundled_path  # noqa: E402
+from mhabook.views import live  # noqa: E402
 
 SITE = ROOT / "_build" / "html"
 LENGTHS = [13, 64, 128, 512]

@@ -1,11 +1,7 @@
-"""The chapter's attention layers.
+"""Many heads in one layer (section 2).
 
-Each definition here is taught in a notebook cell that starts with ``# @save``
-(the d2l convention): the notebook is where a reader studies and edits it,
-and this module is where later sections import it from.
-``tests/test_layers.py`` checks that the two copies stay identical.
-
-Shape letters: B batch, T tokens, C hidden size, h heads, d_k = C // h.
+Generated from book/many_heads.ipynb by `make lib`: edit the notebook,
+then run `make lib`.
 """
 
 import math
@@ -13,41 +9,27 @@ import math
 import torch
 from torch import nn
 
-
-def scaled_dot_product_attention(query, key, value, mask=None):
-    """Return (output, weights) of softmax(Q K^T / sqrt(d_k)) V.
-
-    mask: bool, broadcastable to (..., T_q, T_k), True where a query may
-    attend. A query row that may attend to nothing gets all-zero weights and
-    a zero output (not NaN).
-    """
-    dim_k = query.size(-1)
-    # (..., T_q, d_k) @ (..., d_k, T_k) -> (..., T_q, T_k)
-    scores = query @ key.transpose(-2, -1) / math.sqrt(dim_k)
-    if mask is not None:
-        scores = scores.masked_fill(~mask, float("-inf"))
-    weights = torch.softmax(scores, dim=-1)
-    if mask is not None:
-        weights = weights.masked_fill(~mask.any(-1, keepdim=True), 0.0)
-    return weights @ value, weights
+from .one_head import AttentionHead, scaled_dot_product_attention
 
 
-class AttentionHead(nn.Module):
-    """One head: its own query, key and value projections."""
-
-    def __init__(self, embed_dim, head_dim):
-        super().__init__()
-        self.q = nn.Linear(embed_dim, head_dim)
-        self.k = nn.Linear(embed_dim, head_dim)
-        self.v = nn.Linear(embed_dim, head_dim)
-
-    def forward(self, hidden_state, mask=None):
-        return scaled_dot_product_attention(
-            self.q(hidden_state),
-            self.k(hidden_state),
-            self.v(hidden_state),
-            mask,
-        )
+def pointer_head(targets, strength=4.0):
+    """(T, T) weights of a head in which query i looks at token targets[i]
+    (None: nowhere in particular, i.e. uniformly). Key j is e_j; query i is
+    strength * sqrt(T) * e_targets[i], so its scaled score is `strength` on
+    the target and 0 on every other key."""
+    num_tokens = len(targets)
+    K = torch.eye(num_tokens)  # (T, T): key j is e_j
+    Q = torch.zeros(num_tokens, num_tokens)  # (T, T)
+    for i, target in enumerate(targets):
+        if target is not None and not 0 <= target < num_tokens:
+            raise ValueError(
+                f"target {target} is not a token position; use 0 to "
+                f"{num_tokens - 1} or None"
+            )
+        if target is not None:
+            Q[i, target] = strength * math.sqrt(num_tokens)
+    _, weights = scaled_dot_product_attention(Q, K, K)
+    return weights
 
 
 def head_dim_for(embed_dim, num_heads):

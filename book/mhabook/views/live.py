@@ -30,13 +30,13 @@ import torch
 from IPython.display import HTML
 from torch import nn
 
-from .checkpoint import BUNDLED, bundled_path, quiet_hub
+from ..experiments.checkpoint import BUNDLED, bundled_path, quiet_hub
 from .explorer import HEAD_COLOURS
 
 HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent.parent
+ROOT = HERE.parents[2]
 CACHE = Path(os.environ.get("MHA_LIVE_CACHE", ROOT / "_build" / "live"))
-NODE_MODULES = HERE.parent / "_vendor" / "node_modules"
+NODE_MODULES = HERE.parents[1] / "_vendor" / "node_modules"
 ORT_DIST = NODE_MODULES / "onnxruntime-web" / "dist"
 # Where the built site serves the lab's files, under its root.
 SITE_FOLDER = "_static/live"

@@ -17,7 +17,7 @@ from torch.utils.flop_counter import FlopCounterMode
 from transformers import LlamaConfig
 from transformers.models.llama.modeling_llama import LlamaAttention
 
-from .batched import causal_mask
+from ..layers.all_heads import causal_mask
 
 # The references
 

@@ -1,30 +1,8 @@
-"""Hand-built attention heads whose weights are chosen, not learned."""
-
-import math
+"""Hand-made heads for the labs: weights chosen, not learned."""
 
 import torch
 
-from .layers import scaled_dot_product_attention
-
-
-def pointer_head(targets, strength=4.0):
-    """(T, T) weights of a head in which query i looks at token targets[i]
-    (None: nowhere in particular, i.e. uniformly). Key j is e_j; query i is
-    strength * sqrt(T) * e_targets[i], so its scaled score is `strength` on
-    the target and 0 on every other key."""
-    num_tokens = len(targets)
-    K = torch.eye(num_tokens)  # (T, T): key j is e_j
-    Q = torch.zeros(num_tokens, num_tokens)  # (T, T)
-    for i, target in enumerate(targets):
-        if target is not None and not 0 <= target < num_tokens:
-            raise ValueError(
-                f"target {target} is not a token position; use 0 to "
-                f"{num_tokens - 1} or None"
-            )
-        if target is not None:
-            Q[i, target] = strength * math.sqrt(num_tokens)
-    _, weights = scaled_dot_product_attention(Q, K, K)
-    return weights
+from ..layers.many_heads import pointer_head
 
 
 def pronoun_heads(tokens, subject, pronoun, verbs, strength=4.0):

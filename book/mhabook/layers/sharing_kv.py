@@ -1,11 +1,7 @@
-"""Sharing keys and values: grouped-query attention, its KV
-cache, and the copies that prove it equal to multi-head attention and to
-Llama's attention.
+"""Sharing keys and values: grouped-query attention, the KV cache.
 
-Like layers.py and batched.py, each definition is taught in a `# @save`
-cell. Shape letters: B batch, T new tokens, S tokens attended to (the cached
-ones and the new ones), C hidden size, h query heads, g key/value heads,
-d_k = C // h.
+Generated from book/sharing_kv.ipynb by `make lib`: edit the notebook,
+then run `make lib`.
 """
 
 from dataclasses import dataclass
@@ -13,8 +9,9 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from .batched import check_mask, copy_checked
-from .layers import head_dim_for, scaled_dot_product_attention
+from .all_heads import check_mask, copy_checked
+from .many_heads import head_dim_for
+from .one_head import scaled_dot_product_attention
 
 
 @dataclass(frozen=True)

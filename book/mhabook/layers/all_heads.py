@@ -1,8 +1,7 @@
-"""All heads at once (section 3): the batched layer, its masks, and the
-weight copies that prove it equal to the loop, to PyTorch and to BERT.
+"""All heads in one batched product, masks.
 
-Like layers.py, each definition is taught in a `# @save` cell.
-Shape letters: B batch, T tokens, C = d the width, h heads, d_k = C // h.
+Generated from book/all_heads.ipynb by `make lib`: edit the notebook,
+then run `make lib`.
 """
 
 from dataclasses import dataclass
@@ -11,7 +10,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .layers import MultiHeadAttention, head_dim_for
+from .many_heads import MultiHeadAttention, head_dim_for
 
 
 @dataclass(frozen=True)
@@ -20,38 +19,6 @@ class AttentionConfig:
 
     hidden_size: int
     num_attention_heads: int
-
-
-def check_mask(mask, batch, num_tokens):
-    """Return a bool mask shaped (B, 1, T, T) for broadcasting over heads.
-
-    Accepts (T, T), shared by the batch, or (B, T, T), one per sequence;
-    True marks the keys a query may attend to.
-    """
-    if mask is None:
-        return None
-    shapes = [(num_tokens, num_tokens), (batch, num_tokens, num_tokens)]
-    if tuple(mask.shape) not in shapes:
-        raise ValueError(
-            f"mask has shape {tuple(mask.shape)}; expected (T, T) = "
-            f"{shapes[0]} or (B, T, T) = {shapes[1]} for an input of "
-            f"{batch} sequences of {num_tokens} tokens"
-        )
-    if mask.dtype != torch.bool:
-        raise ValueError(
-            f"mask has dtype {mask.dtype}; expected torch.bool with True "
-            f"where a query may attend (use mask.bool() for a 0/1 mask)"
-        )
-    return mask.expand(batch, num_tokens, num_tokens).unsqueeze(1)
-
-
-def zero_empty_queries(tensor, mask):
-    """Zeros for a query whose mask row is all False: it has nothing to
-    attend to, and a softmax over nothing would give 0/0, NaN."""
-    if mask is None:
-        return tensor
-    empty = ~mask.any(-1, keepdim=True)  # (B, 1, T, 1)
-    return tensor.masked_fill(empty, 0.0)
 
 
 def batched_attention(Q, K, V, mask=None, need_weights=True):
@@ -108,6 +75,38 @@ class BatchedMultiHeadAttention(nn.Module):
         return batched_from_bert(bert_attention)
 
 
+def check_mask(mask, batch, num_tokens):
+    """Return a bool mask shaped (B, 1, T, T) for broadcasting over heads.
+
+    Accepts (T, T), shared by the batch, or (B, T, T), one per sequence;
+    True marks the keys a query may attend to.
+    """
+    if mask is None:
+        return None
+    shapes = [(num_tokens, num_tokens), (batch, num_tokens, num_tokens)]
+    if tuple(mask.shape) not in shapes:
+        raise ValueError(
+            f"mask has shape {tuple(mask.shape)}; expected (T, T) = "
+            f"{shapes[0]} or (B, T, T) = {shapes[1]} for an input of "
+            f"{batch} sequences of {num_tokens} tokens"
+        )
+    if mask.dtype != torch.bool:
+        raise ValueError(
+            f"mask has dtype {mask.dtype}; expected torch.bool with True "
+            f"where a query may attend (use mask.bool() for a 0/1 mask)"
+        )
+    return mask.expand(batch, num_tokens, num_tokens).unsqueeze(1)
+
+
+def zero_empty_queries(tensor, mask):
+    """Zeros for a query whose mask row is all False: it has nothing to
+    attend to, and a softmax over nothing would give 0/0, NaN."""
+    if mask is None:
+        return tensor
+    empty = ~mask.any(-1, keepdim=True)  # (B, 1, T, 1)
+    return tensor.masked_fill(empty, 0.0)
+
+
 def copy_checked(layer, weights):
     """Load weights into layer after checking every key and shape."""
     target = layer.state_dict()
@@ -123,19 +122,6 @@ def copy_checked(layer, weights):
                 f"{tuple(target[key].shape)}"
             )
     layer.load_state_dict(weights)
-
-
-def causal_mask(num_tokens):
-    """(T, T): token i may attend to tokens 0..i, never to the future."""
-    return torch.ones(num_tokens, num_tokens, dtype=torch.bool).tril()
-
-
-def padding_mask(lengths, num_tokens):
-    """(B, T, T): in sequence b, every query may attend to the first
-    lengths[b] tokens; the padding after them is never attended to."""
-    lengths = torch.as_tensor(lengths)
-    keys = torch.arange(num_tokens) < lengths[:, None]  # (B, T)
-    return keys[:, None, :].expand(-1, num_tokens, -1)  # (B, T, T)
 
 
 def batched_from_loop(loop):
@@ -211,3 +197,16 @@ def batched_from_bert(bert_attention):
         },
     )
     return layer
+
+
+def causal_mask(num_tokens):
+    """(T, T): token i may attend to tokens 0..i, never to the future."""
+    return torch.ones(num_tokens, num_tokens, dtype=torch.bool).tril()
+
+
+def padding_mask(lengths, num_tokens):
+    """(B, T, T): in sequence b, every query may attend to the first
+    lengths[b] tokens; the padding after them is never attended to."""
+    lengths = torch.as_tensor(lengths)
+    keys = torch.arange(num_tokens) < lengths[:, None]  # (B, T)
+    return keys[:, None, :].expand(-1, num_tokens, -1)  # (B, T, T)

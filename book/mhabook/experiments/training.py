@@ -16,7 +16,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .layers import MultiHeadAttention
+from ..layers.many_heads import MultiHeadAttention
 
 JOBS = ("previous token", "matching token")
 IGNORE = -100  # cross_entropy's ignore_index: no answer here

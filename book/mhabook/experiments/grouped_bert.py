@@ -11,7 +11,7 @@ import copy
 import torch
 from torch import nn
 
-from .gqa import grouped_from_bert
+from ..layers.sharing_kv import grouped_from_bert
 
 
 class GroupedSelfAttention(nn.Module):
