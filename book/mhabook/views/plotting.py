@@ -25,10 +25,18 @@ def use_chapter_style():
         {
             "axes.prop_cycle": cycler(color=PALETTE),
             "image.cmap": CMAP,
+            # Drawn for the column: at most 4.8 in (480 px) wide, so that a
+            # 390-px phone shows a figure at three quarters of its size,
+            # with no text under 9 pt (9 px there, 12.5 px on a desktop).
             "figure.dpi": 100,
             "savefig.dpi": 150,
+            "figure.figsize": (4.8, 3.2),
             "font.size": 10,
-            "axes.titlesize": 11,
+            "axes.titlesize": 10,
+            "axes.labelsize": 10,
+            "xtick.labelsize": 9,
+            "ytick.labelsize": 9,
+            "legend.fontsize": 9,
             "axes.spines.top": False,
             "axes.spines.right": False,
             "svg.hashsalt": "mha-chapter",  # same SVG bytes on every build
@@ -74,7 +82,7 @@ def attention_heatmap(weights, tokens, ax=None, title=None, annotate=True):
                 f"{w:.2f}",
                 ha="center",
                 va="center",
-                fontsize=8,
+                fontsize=9,
                 color=colour,
             )
     if title:
@@ -84,9 +92,9 @@ def attention_heatmap(weights, tokens, ax=None, title=None, annotate=True):
 
 
 def attention_heatmaps(maps, tokens, titles):
-    """Several attention maps side by side; returns the Figure."""
+    """Several attention maps, one above the other; returns the Figure."""
     fig, axes = plt.subplots(
-        1, len(maps), figsize=(3.8 * len(maps), 3.4), layout="constrained"
+        len(maps), 1, figsize=(4.2, 3.5 * len(maps)), layout="constrained"
     )
     for ax, weights, title in zip(np.atleast_1d(axes), maps, titles):
         attention_heatmap(weights, tokens, ax=ax, title=title)
@@ -96,7 +104,8 @@ def attention_heatmaps(maps, tokens, titles):
 def grid_heatmap(
     grids, titles, colorbar_label, fmt="{:.2f}", centre=None, mark=None
 ):
-    """Layer x head grids of numbers side by side, on one colour scale.
+    """Layer x head grids of numbers, one above the other, on one colour
+    scale.
 
     grids: one (layers, heads) array or a list of them; titles to match.
     centre: a value to show as neutral, on a diverging scale symmetric
@@ -112,14 +121,15 @@ def grid_heatmap(
     if centre is not None:
         reach = max(max(np.abs(grid - centre).max() for grid in grids), 1e-9)
         low, top, cmap = centre - reach, centre + reach, "PuOr_r"
+    cell = min(0.36, 3.2 / heads)  # in: the grid fits 4.8 in with its bar
     fig, axes = plt.subplots(
-        1,
         len(grids),
+        1,
         squeeze=False,
         layout="constrained",
-        figsize=(len(grids) * (0.5 * heads + 1.2) + 1.0, 0.42 * layers + 1.4),
+        figsize=(heads * cell + 1.6, len(grids) * (layers * cell + 0.9)),
     )
-    for ax, grid, title in zip(axes[0], grids, titles):
+    for ax, grid, title in zip(axes[:, 0], grids, titles):
         image = ax.imshow(grid, vmin=low, vmax=top, cmap=cmap)
         ax.set_xticks(range(heads), range(heads))
         ax.set_yticks(range(layers), range(layers))
@@ -128,13 +138,20 @@ def grid_heatmap(
         ax.set_title(title)
         ax.spines[:].set_visible(False)
         for (i, j), v in np.ndenumerate(grid):
+            text = fmt.format(v)
+            if cell < 0.33:  # ".42" fits a narrow cell where "0.42" does not
+                text = (
+                    text.replace("0.", ".", 1)
+                    if "0." in text[:2]
+                    else (text.replace("-0.", "-.", 1))
+                )
             ax.text(
                 j,
                 i,
-                fmt.format(v),
+                text,
                 ha="center",
                 va="center",
-                fontsize=7,
+                fontsize=9,
                 color=_text_colour(v, low, top, centre),
             )
         if mark is not None:
@@ -148,7 +165,7 @@ def grid_heatmap(
                     lw=2.5,
                 )
             )
-    fig.colorbar(image, ax=axes[0].tolist(), label=colorbar_label)
+    fig.colorbar(image, ax=axes[:, 0].tolist(), label=colorbar_label)
     return fig
 
 
@@ -172,7 +189,7 @@ def _box(ax, x, y, w, h, text, colour):
             alpha=0.9,
         )
     )
-    ax.text(x, y, text, ha="center", va="center", fontsize=8)
+    ax.text(x, y, text, ha="center", va="center", fontsize=9)
 
 
 def _arrow(ax, start, end):
@@ -189,31 +206,51 @@ def _arrow(ax, start, end):
 
 
 def shape_flow(batch, tokens, hidden, num_heads):
-    """Follow the tensor shapes through one multi-head attention layer."""
+    """Follow the tensor shapes through one multi-head attention layer,
+    top to bottom: the input, the heads (two to a row), their
+    concatenation and the output projection."""
     head_dim = hidden // num_heads
     x_shape = f"[{batch}, {tokens}, {hidden}]"
     h_shape = f"[{batch}, {tokens}, {head_dim}]"
-    fig, ax = plt.subplots(figsize=(9.0, 3.6))
+    rows = (num_heads + 1) // 2
+    height = rows + 4.2  # in row units: input, title, heads, concat, output
+    fig, ax = plt.subplots(figsize=(4.8, 0.42 * height + 0.2))
     ax.set_xlim(0, 10)
-    ax.set_ylim(-0.3, num_heads + 0.3)
+    ax.set_ylim(0, height)
     ax.axis("off")
-    mid = num_heads / 2
-    _box(ax, 0.8, mid, 1.4, 0.9, f"hidden_state\n{x_shape}", PALETTE[4])
-    for i in range(num_heads):
-        y = num_heads - 0.5 - i
-        _box(ax, 3.6, y, 1.7, 0.7, f"head {i}: {h_shape}", PALETTE[1])
-        _arrow(ax, (1.5, mid), (2.75, y))
-        _arrow(ax, (4.45, y), (5.45, mid))
-    _box(ax, 6.1, mid, 1.3, 0.9, f"concat\n{x_shape}", PALETTE[2])
-    _box(ax, 8.9, mid, 1.8, 0.9, f"output_linear\n{x_shape}", PALETTE[3])
-    _arrow(ax, (6.75, mid), (8.0, mid))
+    top = height - 0.5
+    _box(ax, 5.0, top, 6.4, 0.7, f"hidden_state {x_shape}", PALETTE[4])
     ax.text(
-        3.6,
-        num_heads + 0.1,
+        5.0,
+        top - 1.05,
         f"{num_heads} x AttentionHead({hidden}, {head_dim})",
         ha="center",
+        va="center",
         fontsize=9,
     )
+    concat_y, out_y = 1.6, 0.5
+    heads_top, heads_low = top - 1.35, top - 1.45 - rows
+    ax.add_patch(
+        FancyBboxPatch(
+            (0.15, heads_low),
+            9.7,
+            heads_top - heads_low,
+            boxstyle="round,pad=0.05",
+            fc="none",
+            ec="#777777",
+            ls="--",
+            lw=0.8,
+        )
+    )
+    for i in range(num_heads):
+        x = 2.6 if i % 2 == 0 else 7.4
+        y = top - 1.9 - i // 2
+        _box(ax, x, y, 4.4, 0.7, f"head {i}: {h_shape}", PALETTE[1])
+    _arrow(ax, (5.0, top - 0.36), (5.0, top - 0.7))
+    _arrow(ax, (5.0, heads_low - 0.05), (5.0, concat_y + 0.36))
+    _box(ax, 5.0, concat_y, 6.4, 0.7, f"concat {x_shape}", PALETTE[2])
+    _box(ax, 5.0, out_y, 6.4, 0.7, f"output_linear {x_shape}", PALETTE[3])
+    _arrow(ax, (5.0, concat_y - 0.36), (5.0, out_y + 0.36))
     return fig
 
 
@@ -249,11 +286,15 @@ def null_histogram(null, observed, xlabel, labels, ax=None, quantile=0.95):
     and solid lines at the `observed` values (one label each)."""
     null = np.asarray(null, dtype=float)
     if ax is None:
-        _, ax = plt.subplots(figsize=(6.0, 3.0), layout="constrained")
+        _, ax = plt.subplots(figsize=(4.8, 3.2), layout="constrained")
     ax.hist(null, bins=30, color=PALETTE[4], label=labels[0])
     bar = np.quantile(null, quantile)
     ax.axvline(
-        bar, color="#333333", lw=1, ls="--", label=f"{quantile:.0%} of draws"
+        bar,
+        color="#333333",
+        lw=1,
+        ls="--",
+        label=f"{quantile:.0%} point of the draws",
     )
     for value, label, colour in zip(observed, labels[1:], PALETTE[5:]):
         ax.axvline(value, color=colour, lw=2, label=label)
@@ -261,7 +302,8 @@ def null_histogram(null, observed, xlabel, labels, ax=None, quantile=0.95):
     ax.set_xlim(right=right + 0.1 * (right - null.min()))
     ax.set_xlabel(xlabel)
     ax.set_ylabel("random draws")
-    ax.legend(frameon=False, fontsize=8)
+    # below the axes, where it covers nothing
+    ax.legend(frameon=False, loc="upper center", bbox_to_anchor=(0.5, -0.3))
     return ax
 
 
@@ -272,19 +314,20 @@ def query_key_figure(q, keys, tokens):
     q, keys = np.asarray(q, dtype=float), np.asarray(keys, dtype=float)
     rows = [q[None]] + [np.stack([k, q * k]) for k in keys]
     labels = ["query"] + [
-        item for t in tokens for item in (f"key {t}", f"q × k {t}")
+        item
+        for t, k in zip(tokens, keys)
+        for item in (f"key {t}", f"q × k, sum {np.dot(q, k):+.1f}")
     ]
     grid = np.concatenate(rows)  # (1 + 2n, d_k)
     top = np.abs(grid).max()
-    fig, ax = plt.subplots(figsize=(9.0, 0.32 * len(grid) + 1.2))
+    fig, ax = plt.subplots(
+        figsize=(4.8, 0.3 * len(grid) + 1.3), layout="constrained"
+    )
     image = ax.imshow(grid, cmap="PuOr", vmin=-top, vmax=top, aspect="auto")
     ax.set_yticks(range(len(grid)), labels)
     ax.set_xlabel("dimension of the head")
     ax.spines[:].set_visible(False)
-    for i, k in enumerate(keys):  # product rows: 2, 4, ...
-        text = f"sum {np.dot(q, k):+.2f}"
-        ax.text(len(q) + 0.5, 2 + 2 * i, text, va="center", fontsize=8)
-    fig.colorbar(image, ax=ax, fraction=0.03, pad=0.12)
+    fig.colorbar(image, ax=ax, location="bottom", shrink=0.6, label="value")
     return fig
 
 
@@ -293,19 +336,19 @@ def paired_bars(first, second, labels, names, ylabel, ax=None):
     first, second = np.asarray(first, float), np.asarray(second, float)
     x = np.arange(len(labels))
     if ax is None:
-        _, ax = plt.subplots(figsize=(6.0, 3.0), layout="constrained")
+        _, ax = plt.subplots(figsize=(4.8, 3.0), layout="constrained")
     ax.bar(x - 0.2, first, width=0.4, label=names[0])
     ax.bar(x + 0.2, second, width=0.4, label=names[1])
     ax.set_xticks(x, labels)
     ax.set_ylabel(ylabel)
     top = max(first.max(), second.max())
-    ax.set_ylim(0, 1.3 * top)  # room for the legend above the bars
-    ax.legend(frameon=False, fontsize=8, ncol=2, loc="upper center")
+    ax.set_ylim(0, 1.35 * top)  # room for the legend above the bars
+    ax.legend(frameon=False, ncol=2, loc="upper center")
     return ax
 
 
 BLOCK_PARTS = (
-    ("embeddings: token + position + segment,\nLayerNorm", False),
+    ("embeddings: token + position\n+ segment, LayerNorm", False),
     ("multi-head attention", True),
     ("add the input (residual), LayerNorm", False),
     ("feed-forward: Linear, GELU, Linear", False),
@@ -317,23 +360,23 @@ def encoder_block(parts=BLOCK_PARTS, repeats="x 12 in BERT-base"):
     """The BERT encoder block, bottom to top; the parts the chapter builds
     are coloured, the others grey. parts: (label, built) pairs, the first
     one below the repeated block."""
-    fig, ax = plt.subplots(figsize=(6.4, 4.6))
+    fig, ax = plt.subplots(figsize=(4.8, 4.4))
     ax.set_xlim(0, 10)
     ax.set_ylim(-0.9, len(parts) + 0.1)
     ax.axis("off")
     for i, (label, built) in enumerate(parts):
         colour = PALETTE[1] if built else "#DDDDDD"
-        _box(ax, 4.2, i, 5.2, 0.6, label, colour)
+        _box(ax, 4.2, i, 7.8, 0.7, label, colour)
         _arrow(ax, (4.2, i - 0.7), (4.2, i - 0.3))
-    ax.text(4.2, -0.85, "token ids", ha="center", fontsize=8)
+    ax.text(4.2, -0.85, "token ids", ha="center", fontsize=9)
     top = len(parts) - 1
     _arrow(ax, (4.2, top + 0.3), (4.2, top + 0.7))
-    ax.text(4.2, top + 0.75, "to the next block", ha="center", fontsize=8)
+    ax.text(4.2, top + 0.75, "to the next block", ha="center", fontsize=9)
     # the repeated block: everything above the embeddings
     ax.add_patch(
         FancyBboxPatch(
-            (0.9, 0.55),
-            6.6,
+            (0.3, 0.55),
+            7.9,
             top + 0.0,
             boxstyle="round,pad=0.05",
             fc="none",
@@ -342,21 +385,21 @@ def encoder_block(parts=BLOCK_PARTS, repeats="x 12 in BERT-base"):
             lw=0.8,
         )
     )
-    ax.text(7.7, top + 0.35, repeats, fontsize=8, ha="left")
+    ax.text(8.3, top + 0.6, repeats.replace(" in ", "\nin "), fontsize=9)
     # the residual connections skip around attention and the feed-forward
     for start, end in ((0.62, 2), (2.62, 4)):
-        ax.plot([4.2, 7.2, 7.2], [start, start, end], color=PALETTE[0], lw=0.8)
+        ax.plot([4.2, 8.6, 8.6], [start, start, end], color=PALETTE[0], lw=0.8)
         ax.add_patch(
             FancyArrowPatch(
-                (7.2, end),
-                (6.8, end),
+                (8.6, end),
+                (7.95, end),
                 arrowstyle="-|>",
                 mutation_scale=8,
                 lw=0.8,
                 color=PALETTE[0],
             )
         )
-    ax.text(7.7, 1.2, "residual:\nthe input\nskips ahead", fontsize=8)
+    ax.text(8.75, 1.3, "resid-\nual", fontsize=9, color=PALETTE[0])
     return fig
 
 
@@ -413,6 +456,7 @@ def head_matrices(layer, hidden_state, tokens, cell=0.19):
     low_w = 3 * width + wide + 3.2
     fig_w = left + max(head_w, low_w) + 0.4
     fig_h = 2.0 + (num_tokens + 2.6) * (num_heads + 1) + width + 0.3
+    cell = min(cell, 4.8 / fig_w)  # the column's width at most
     fig = plt.figure(figsize=(fig_w * cell, fig_h * cell))
 
     def place(x0, y0, w, h):  # a box from (x0, y0) cells, y down
@@ -431,7 +475,7 @@ def head_matrices(layer, hidden_state, tokens, cell=0.19):
         n, c = i + 1, colours[i]
         x0 = left
         for m, name in zip((q, k, v), "QKV"):
-            label = f"${name}_{n} = XW_{n}^{name}$"
+            label = f"${name}_{n}$"
             ax = _matrix(fig, place(x0, y, d_k, num_tokens), m, label, "PuOr")
             if name == "Q":
                 token_labels(ax)
@@ -441,7 +485,7 @@ def head_matrices(layer, hidden_state, tokens, cell=0.19):
         _matrix(fig, box, a, f"$A_{n}$", CMAP, limits=(0.0, 1.0))
         x0 += num_tokens + wide
         box = place(x0, y, d_k, num_tokens)
-        _matrix(fig, box, z, f"$Z_{n} = A_{n}V_{n}$", "PuOr", frame=c)
+        _matrix(fig, box, z, f"$Z_{n}$", "PuOr", frame=c)
         fig.text(
             0.3 / fig_w,
             1 - (y - 1.0) / fig_h,
@@ -452,12 +496,12 @@ def head_matrices(layer, hidden_state, tokens, cell=0.19):
             fontweight="bold",
         )
     y += num_tokens + 2.6
-    names = ", ".join(f"Z_{i + 1}" for i in range(num_heads))
+
     ax = _matrix(
         fig,
         place(left, y, width, num_tokens),
         concat,
-        f"Concat$({names})$",
+        "Concat",
         "PuOr",
     )
     token_labels(ax)
