@@ -1,5 +1,6 @@
 """The repository's rules for notebooks and the table of contents."""
 
+import re
 import subprocess
 import sys
 
@@ -83,3 +84,20 @@ def test_colab_cell_comes_first_and_clones_the_configured_repository(
     assert "colab" in first.metadata.get("tags", [])
     assert 'if "google.colab" in sys.modules:' in first.source
     assert f'"{config["repository"]["url"]}"' in first.source
+
+
+SMALL_TEXT = re.compile(r"fontsize\s*=\s*(\d+(?:\.\d+)?)|\b(x{1,2}-small)\b")
+
+
+def test_no_figure_text_is_set_below_9_points():
+    """9 pt is 12.5 px at the figures' 100 dpi: 9 px on a phone, where a
+    figure drawn for the column shows at three quarters of its size."""
+    sources = [*(BOOK / "mhabook").rglob("*.py"), *ALL_NOTEBOOKS]
+    small = []
+    for path in sources:
+        text = path.read_text()
+        for match in SMALL_TEXT.finditer(text):
+            size = match.group(1)
+            if match.group(2) or float(size) < 9:
+                small.append(f"{path.name}: {match.group(0)}")
+    assert small == []

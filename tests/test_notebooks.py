@@ -125,6 +125,30 @@ def test_every_glued_verdict_is_the_one_its_rule_gives(notebook, executed):
             check_record(ast.literal_eval(phrase), ast.literal_eval(record))
 
 
+# A figure is drawn for the column: at most 4.8 in at 100 dpi (480 px,
+# and a few px of tight bounding box), so that a 390-px phone shows it at
+# three quarters of its size (test_phone.py checks the page).
+MAX_FIGURE_PX = 500
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=ids)
+def test_every_figure_is_drawn_for_the_column(notebook, executed):
+    import base64
+    import io
+
+    from PIL import Image
+
+    wide = []
+    for cell in code_cells(executed(notebook)):
+        for output in cell.outputs:
+            png = output.get("data", {}).get("image/png")
+            if png:
+                width = Image.open(io.BytesIO(base64.b64decode(png))).width
+                if width > MAX_FIGURE_PX:
+                    wide.append((cell.source.splitlines()[0][:50], width))
+    assert wide == [], f"figures wider than {MAX_FIGURE_PX} px: {wide}"
+
+
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=ids)
 def test_notebook_seeds_in_its_imports_cell(notebook, executed):
     """The first cell after the Colab cell imports and seeds, once."""

@@ -119,3 +119,24 @@ def test_a_tapped_glossary_term_shows_its_definition_in_place(browser, site):
     page.wait_for_url("**/glossary.html*")
     assert problems["errors"] == []
     context.close()
+
+
+def test_every_figure_shows_at_three_quarters_or_more_on_a_phone(on_phone):
+    """Figures are drawn at most 480 px wide with no text under 12.5 px
+    (test_notebooks.py, test_hygiene.py): at a scale of 0.72 or more, the
+    smallest text stays at 9 px on the phone."""
+    small = []
+    for name in toc_files():
+        page, _ = on_phone(f"{name}.html")
+        small += page.evaluate(
+            """(name) => [...document.querySelectorAll(
+                '.bd-article .cell_output img')]
+              .filter((img) => img.naturalWidth > 0)
+              .map((img) => [img.getBoundingClientRect().width
+                  / img.naturalWidth, img.alt.slice(0, 40)])
+              .filter(([scale]) => scale < 0.72)
+              .map(([scale, alt]) => name + ': ' + scale.toFixed(2)
+                  + ' ' + alt)""",
+            name,
+        )
+    assert small == []

@@ -428,8 +428,8 @@ def head_matrices(layer, hidden_state, tokens, cell=0.19):
     per head with Q_i, K_i, V_i, the weights A_i and Z_i = A_i V_i; at the
     bottom Concat(Z_1, ..., Z_h), W^O and the output. Rows of every
     matrix but W^O are the tokens. hidden_state: (T, d) or (1, T, d).
-    Colours: purple negative, orange positive, one scale per matrix; the
-    weights A_i on 0 to 1. Each head's colour frames its Z_i, its columns
+    Colours (PuOr): orange negative, purple positive, one scale per
+    matrix; the weights A_i in the chapter's sequential map, on 0 to 1. Each head's colour frames its Z_i, its columns
     of the concatenation and its rows of W^O."""
     x = _as_array(hidden_state.reshape(hidden_state.shape[-2:]).detach())
     (num_tokens, width), num_heads = x.shape, len(layer.heads)
