@@ -147,6 +147,14 @@ BERTVIZ = """async (t) => {
 }"""
 
 
+# Every main-thread task over 50 ms, from here on (the Long Tasks API).
+LONG_TASKS = """() => { window.mhaLong = [];
+  new PerformanceObserver((list) => {
+    for (const e of list.getEntries()) window.mhaLong.push(e.duration);
+  }).observe({type: 'longtask'}); }"""
+EDITS = 3  # edits timed at each length
+
+
 def browser_figures(base):
     from playwright.sync_api import sync_playwright
 
@@ -156,6 +164,8 @@ def browser_figures(base):
         "rerun": {},
         "bertviz": {},
         "matmul": {},
+        "longest": {},
+        "waited": {},
     }
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(
@@ -234,6 +244,31 @@ def browser_figures(base):
                 page.evaluate(BERTVIZ, text_of(length + i % 2))
                 for i in range(ROUNDS[13] // 2)
             ]
+        # A reader's edits at longer lengths, every view on screen: the
+        # longest main-thread task after each edit, and the wait from the
+        # edit to the last view drawn (the lab's own measure).
+        page.evaluate(LONG_TASKS)
+        box = page.get_by_label("Sentence A")
+        page.get_by_label("Sentence B (optional)").fill("")
+        for length in (32, 128, 512):
+            longest, waited = [], []
+            for i in range(EDITS):
+                n = length - i % 2  # each edit changes the text
+                page.evaluate("() => { window.mhaLong = []; }")
+                box.fill(text_of(n))
+                page.wait_for_function(
+                    "(n) => document.querySelector('.mha-live-status')"
+                    ".textContent.includes(' on ' + n + ' tokens: ')",
+                    arg=n,
+                    timeout=120_000,
+                )
+                page.wait_for_timeout(300)
+                longest.append(
+                    page.evaluate("() => Math.max(0, ...window.mhaLong)")
+                )
+                waited.append(page.evaluate("() => mhaLive.waited"))
+            figures["longest"][length] = longest
+            figures["waited"][length] = waited
         browser.close()
     return figures
 
@@ -330,6 +365,16 @@ def main():
         print(
             f"  T = {length:>3}: {summary(samples)[1]} | "
             f"{summary(web['bertviz'][length])[1]}"
+        )
+    print(
+        f"\nan edit typed into the lab, every view on screen ({EDITS} edits "
+        f"each), ms: the longest main-thread task (target 200) | the wait "
+        f"from the edit to the last view drawn, 250 ms of pause included"
+    )
+    for length, samples in web["longest"].items():
+        print(
+            f"  T = {length:>3}: {summary(samples)[1]} | "
+            f"{summary(web['waited'][length])[1]}"
         )
 
 
