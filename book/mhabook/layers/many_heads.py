@@ -13,10 +13,9 @@ from .one_head import AttentionHead, scaled_dot_product_attention
 
 
 def pointer_head(targets, strength=4.0):
-    """(T, T) weights of a head in which query i looks at token targets[i]
-    (None: nowhere in particular, i.e. uniformly). Key j is e_j; query i is
-    strength * sqrt(T) * e_targets[i], so its scaled score is `strength` on
-    the target and 0 on every other key."""
+    """(T, T) weights of a head whose query i looks at token targets[i]
+    (None: uniformly). Key j is e_j; query i is strength * sqrt(T) times
+    e_targets[i]: its scaled score is `strength` on the target, else 0."""
     num_tokens = len(targets)
     K = torch.eye(num_tokens)  # (T, T): key j is e_j
     Q = torch.zeros(num_tokens, num_tokens)  # (T, T)
