@@ -335,7 +335,8 @@ def test_a_word_the_tokenizer_splits_names_the_word_and_the_set(tokenizer):
     with pytest.raises(
         ValueError,
         match="splits 'banana'.*book/data/flies_pairs.tsv needs as one "
-        "token: use a checkpoint with BERT's uncased vocabulary",
+        "token: use words the tokenizer keeps whole \\(edit the set\\), or "
+        "a checkpoint whose vocabulary keeps it whole",
     ):
         flies_examples(
             tiny_bert(), tokenizer, [FLIES_ROW], "book/data/flies_pairs.tsv"
@@ -370,9 +371,11 @@ def test_claim1_test_counts_a_head_only_where_both_halves_show_it():
     own = pairs_of_lengths(lambda off, same: 1.0 + 2.0 * same)
     result = claim1_test(own * 4, draws=50)
     assert result["replicated"].all() and result["low"] > 2
+    assert not result["reversed"].any()
     other = pairs_of_lengths(lambda off, same: 1.0 + 2.0 * ~same)
     result = claim1_test(other * 4, draws=50)
     assert not result["replicated"].any() and result["high"] < 1
+    assert result["reversed"].all()  # they favour the other sentence
 
 
 def test_twins_stay_together_in_the_halves():

@@ -156,8 +156,9 @@ def position(example, word, segment=0, set_name=None):
     if set_name:
         raise ValueError(
             f"the tokenizer splits {word!r} (it reads {example['tokens']}), "
-            f"which {set_name} needs as one token: use a checkpoint with "
-            f"BERT's uncased vocabulary"
+            f"which {set_name} needs as one token: use words the tokenizer "
+            f"keeps whole (edit the set), or a checkpoint whose vocabulary "
+            f"keeps it whole"
         )
     raise ValueError(
         f"{word!r} is not a token of sentence {'AB'[segment]}: "
@@ -428,9 +429,11 @@ def claim1_test(pairs, draws=1000, seed=0):
     `ratio_choose`, `ratio_confirm` (L, h) the own/other ratio at equal
     offset on all pairs, the even and the odd; `low`, `high` a 95%
     bootstrap interval of the heads' geometric-mean ratio; `confirm_low`
-    (L, h) each head's 2.5% bootstrap point on the odd pairs; `replicated`
-    (L, h) heads above 1 on the even pairs whose odd-pair interval lies
-    above 1; `halves_r` the correlation of the halves' log ratios.
+    (L, h) each head's 2.5% bootstrap point on the odd pairs and
+    `confirm_high` its 97.5% point; `replicated` (L, h) heads above 1 on
+    the even pairs whose odd-pair interval lies above 1, `reversed` those
+    below 1 whose interval lies below 1 (they favour the other sentence);
+    `halves_r` the correlation of the halves' log ratios.
     """
     generator = torch.Generator().manual_seed(seed)
     sums, counts = offset_sums(pairs)
@@ -453,8 +456,12 @@ def claim1_test(pairs, draws=1000, seed=0):
     odd_times = resample_counts(len(sums[odd]), draws, generator)
     odd_ratios = resampled_ratios(sums[odd], counts[odd], odd_times)
     result["confirm_low"] = odd_ratios.quantile(0.025, dim=0)  # (L, h)
+    result["confirm_high"] = odd_ratios.quantile(0.975, dim=0)  # (L, h)
     result["replicated"] = (result["ratio_choose"] > 1) & (
         result["confirm_low"] > 1
+    )
+    result["reversed"] = (result["ratio_choose"] < 1) & (
+        result["confirm_high"] < 1
     )
     logs = torch.stack(
         [
@@ -499,7 +506,10 @@ def claim2_test(flies, draws=1000, seed=0):
     random-target null. Then, on the odd pairs, the sharper test: in A,
     the target's lift minus the larger of the subject's and B's first
     word's (`diff_a`); in B, the smaller of the targets' lifts minus the
-    lift of B's verb, "like" (`diff_b`). Returns a dict.
+    lift of B's verb, "like" (`diff_b`). Also the runner-up of the search
+    (`runner_up`, `runner_up_score`) and a 95% bootstrap interval, over the
+    even pairs, of the chosen head's score minus the runner-up's
+    (`lead_interval`). Returns a dict.
     """
     generator = torch.Generator().manual_seed(seed)
     scores = torch.stack(
@@ -509,6 +519,9 @@ def claim2_test(flies, draws=1000, seed=0):
     even, odd = halves(flies)
     searched = scores[0::2].mean(0)[first:]  # (L - first, h)
     layer, head = best_head(searched)
+    order = searched.flatten().argsort(descending=True)
+    runner = divmod(int(order[min(1, len(order) - 1)]), searched.shape[1])
+    runner = (runner[0] + first, runner[1])
     layer += first
     null_choose = claim2_null(even, draws, generator)[:, first:]
     null_confirm = claim2_null(odd, draws, generator)[:, layer, head]
@@ -552,6 +565,12 @@ def claim2_test(flies, draws=1000, seed=0):
         "diff_b": diff_b,
         "interval_a": mean_interval(diff_a, seed=seed),
         "interval_b": mean_interval(diff_b, seed=seed),
+        "runner_up": runner,
+        "runner_up_score": scores[0::2].mean(0)[runner],
+        "lead_interval": mean_interval(
+            scores[0::2, layer, head] - scores[(slice(0, None, 2), *runner)],
+            seed=seed,
+        ),
     }
 
 
