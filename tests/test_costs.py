@@ -135,6 +135,8 @@ def test_timing_figure_has_one_panel_per_length():
     fig = costs.timing_figure(timings, (5, 9), (1, 2), ["x"])
     assert len(fig.axes) == 2
     assert fig.axes[0].get_title() == "one sequence of 5 tokens"
+    assert fig.get_figwidth() <= 4.8  # stacked, for a phone's column
+    assert all(ax.get_ylabel() for ax in fig.axes)
 
 
 def test_operations_table_gives_a_rate_only_with_flops():

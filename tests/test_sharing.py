@@ -63,6 +63,7 @@ def test_line_slopes_and_medians():
     rows = np.array([[1.0, 3.0, 5.0], [2.0, 2.0, 2.0], [0.0, 1.0, 2.0]])
     assert sharing.line_slopes(lengths, rows) == pytest.approx([2, 0, 1])
     assert list(sharing.medians(rows)) == [1.0, 2.0, 2.0]
+    assert sharing.line_fit(lengths, rows[0]) == pytest.approx((-1, 2))
 
 
 def test_step_flops_counts_the_matrix_products():
@@ -97,7 +98,8 @@ def test_even_spread_rows_cover_the_real_tokens_only():
 
 def test_the_figures_draw_from_any_number_of_heads():
     costs = {"without": np.ones((2, 3)), "with": np.ones((2, 3))}
-    assert len(sharing.plot_timing(costs, [1, 2, 3]).axes) == 2
+    timing = sharing.plot_timing(costs, [1, 2, 3])
+    assert len(timing.axes) == 2 and timing.get_figwidth() <= 4.8
     shift = {2: torch.tensor([0.1, 0.2]), 1: torch.tensor([0.2, 0.3])}
     fig = sharing.plot_conversion(
         4,
@@ -112,4 +114,5 @@ def test_the_figures_draw_from_any_number_of_heads():
         "2",
         "1",
     ]
+    assert fig.get_figwidth() <= 4.8
     matplotlib.pyplot.close("all")

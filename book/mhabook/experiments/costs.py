@@ -113,11 +113,17 @@ def compare_times(name, new, old):
 
 
 def timing_figure(timings, lengths, head_counts, names):
-    """Median ms per call against heads, one panel per length; bars span
-    the fastest and the slowest repeat. timings[T, h][name]: seconds."""
+    """Median ms per call against heads, one panel per length, stacked;
+    bars span the fastest and the slowest repeat. timings[T, h][name]:
+    seconds. The legend sits above the top panel."""
     fig, axes = plt.subplots(
-        1, len(lengths), figsize=(6.7, 3.3), layout="constrained"
+        len(lengths),
+        1,
+        figsize=(4.6, 2.7 * len(lengths) + 0.5),
+        layout="constrained",
+        squeeze=False,
     )
+    axes = axes[:, 0]
     for ax, T in zip(axes, lengths):
         for name in names:
             runs = [
@@ -138,7 +144,7 @@ def timing_figure(timings, lengths, head_counts, names):
         ax.set_xlabel("heads $h$")
         ax.set_xticks(head_counts)
         ax.set_ylim(bottom=0)
-    axes[0].set_ylabel("ms per forward pass")
+        ax.set_ylabel("ms per forward pass")
     fig.legend(
         *axes[0].get_legend_handles_labels(),
         loc="outside upper center",

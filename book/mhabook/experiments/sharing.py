@@ -116,10 +116,18 @@ def line_slopes(lengths, rows):
     return np.array([np.polyfit(lengths, row, 1)[0] for row in rows])
 
 
+def line_fit(lengths, row):
+    """(intercept, slope) of the straight line fitted to one row: the fixed
+    part of a step's cost (seconds) and its cost per token (seconds)."""
+    slope, intercept = np.polyfit(lengths, row, 1)
+    return float(intercept), float(slope)
+
+
 def plot_timing(costs, lengths):
-    """Fig. kv-timing: the median and range of the rounds, without the cache
-    (with a parabola fitted, in ms) and with it (a line, in µs)."""
-    fig, axes = plt.subplots(1, 2, figsize=(9, 3.4), layout="constrained")
+    """Fig. kv-timing, two panels stacked: the median and range of the
+    rounds without the cache (top, a parabola fitted, in ms) and with it
+    (bottom, a line fitted, in µs)."""
+    fig, axes = plt.subplots(2, 1, figsize=(4.6, 6.2), layout="constrained")
     grid = np.linspace(0, max(lengths), 100)
     for ax, name, unit, scale, degree in [
         (axes[0], "without", "ms", 1e3, 2),
@@ -134,15 +142,15 @@ def plot_timing(costs, lengths):
             yerr=spread,
             fmt="o",
             capsize=3,
-            label=f"measured (median, range of {len(t)} rounds)",
+            label=f"median and range of {len(t)} rounds",
         )
         fit = np.polyval(np.polyfit(lengths, median, degree), grid)
         ax.plot(grid, fit, label=["", "line", "parabola"][degree] + " fit")
         ax.set_title(f"{name} the cache")
         ax.set_xlabel("tokens so far $S$")
         ax.set_ylabel(f"CPU {unit} per new token")
-        ax.set_ylim(bottom=0)
-        ax.legend(fontsize=8)
+        ax.set_ylim(0, 1.35 * float(t.max()))  # room for the legend
+        ax.legend(loc="upper left")
     return fig
 
 
@@ -178,47 +186,53 @@ def even_spread(maps, attention_mask):
 
 
 def plot_conversion(num_heads, shift, to_even, fid, fid_halves, fid_none):
-    """Fig. kv-checkpoint. Left: each layer's attention moved, one line per
-    g, and an even spread dashed. Right: the fidelity against g, on all the
-    sentences and on each half, and the fidelity with every head removed
-    dashed. shift, fid, fid_halves: {g: ...} for the g's below h."""
-    fig, axes = plt.subplots(1, 2, figsize=(9, 3.4), layout="constrained")
+    """Fig. kv-checkpoint, two panels stacked, each legend below its panel.
+    Top: each layer's attention moved, one line per g, and an even spread
+    dashed. Bottom: the fidelity against g, on all the sentences (a line)
+    and on each half (hollow triangles set beside the line's points), and
+    the fidelity with every head removed dashed. shift, fid, fid_halves:
+    {g: ...} for the g's below h."""
+    fig, axes = plt.subplots(2, 1, figsize=(4.6, 7.6), layout="constrained")
     kv_counts = list(fid)
     layers = np.arange(len(to_even))
     for g in kv_counts:
         axes[0].plot(layers, shift[g], marker="o", label=f"g = {g}")
     axes[0].plot(layers, to_even, "k--", label="to an even spread")
     axes[0].set_xlabel("layer")
-    axes[0].set_ylabel("attention moved (total variation)")
+    axes[0].set_ylabel("attention moved\n(total variation)")
     axes[0].set_xticks(layers)
     top = max(float(to_even.max()), *(float(s.max()) for s in shift.values()))
-    axes[0].set_ylim(0, 1.15 * top)
-    axes[0].legend(fontsize=8, ncol=2)
+    axes[0].set_ylim(0, 1.05 * top)
+    axes[0].legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=3)
     ks = [num_heads] + kv_counts
     axes[1].plot(
         ks,
         [1.0] + [fid[g] for g in kv_counts],
         marker="o",
-        label="fidelity, all sentences",
+        label="all sentences",
+        zorder=3,
     )
-    for half, style in zip((0, 1), ("^", "v")):
+    for half, style, step in zip((0, 1), ("^", "v"), (-0.15, 0.15)):
         axes[1].plot(
-            kv_counts,
+            [g * 2**step for g in kv_counts],  # beside the line's points
             [fid_halves[g][half] for g in kv_counts],
             style,
+            markersize=8,
+            markerfacecolor="none",
             color="grey",
-            label=f"half {half + 1}",
+            label=f"half {half + 1} of them",
+            zorder=2,
         )
     axes[1].axhline(fid_none, color="k", ls="--", label="every head removed")
     axes[1].set_xscale("log", base=2)
     axes[1].set_xticks(ks, [str(k) for k in ks])
     axes[1].minorticks_off()
-    axes[1].invert_xaxis()
+    axes[1].set_xlim(num_heads * 2**0.4, min(kv_counts) * 2**-0.4)  # inverted
     axes[1].set_xlabel("key/value heads $g$ per layer")
-    axes[1].set_ylabel("mean cosine to the original")
+    axes[1].set_ylabel("fidelity\n(mean cosine to the original)")
     low = min(fid_none, *fid.values())  # zoom in on what the lines span
     axes[1].set_ylim(low - 0.1 * (1 - low), 1 + 0.05 * (1 - low))
-    axes[1].legend(fontsize=8)
+    axes[1].legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2)
     return fig
 
 
