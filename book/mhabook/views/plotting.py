@@ -429,8 +429,9 @@ def head_matrices(layer, hidden_state, tokens, cell=0.19):
     bottom Concat(Z_1, ..., Z_h), W^O and the output. Rows of every
     matrix but W^O are the tokens. hidden_state: (T, d) or (1, T, d).
     Colours (PuOr): orange negative, purple positive, one scale per
-    matrix; the weights A_i in the chapter's sequential map, on 0 to 1. Each head's colour frames its Z_i, its columns
-    of the concatenation and its rows of W^O."""
+    matrix; the weights A_i in the chapter's sequential map, on 0 to 1.
+    Each head's colour frames its Z_i, its columns of the concatenation
+    and its rows of W^O."""
     x = _as_array(hidden_state.reshape(hidden_state.shape[-2:]).detach())
     (num_tokens, width), num_heads = x.shape, len(layer.heads)
     if num_tokens != len(tokens) or num_tokens > 8 or width > 16:
@@ -456,7 +457,7 @@ def head_matrices(layer, hidden_state, tokens, cell=0.19):
     low_w = 3 * width + wide + 3.2
     fig_w = left + max(head_w, low_w) + 0.4
     fig_h = 2.0 + (num_tokens + 2.6) * (num_heads + 1) + width + 0.3
-    cell = min(cell, 4.8 / fig_w)  # the column's width at most
+    cell = min(cell, 4.6 / fig_w)  # 4.8 in at most, with its margins
     fig = plt.figure(figsize=(fig_w * cell, fig_h * cell))
 
     def place(x0, y0, w, h):  # a box from (x0, y0) cells, y down
