@@ -67,6 +67,15 @@ def test_sign_against_a_chance_bar():
         sign(float("nan"), 0.3)
 
 
+def test_above_by_gives_a_size_word_only_above_zero():
+    assert verdicts.above_by(-2, -1, 0.5, 0.1) == "below"
+    assert verdicts.above_by(-1, 1, 0.5, 0.1) == "neither"
+    assert verdicts.above_by(0.1, 0.2, 0.05, 0.1) == "barely"
+    assert verdicts.above_by(0.1, 0.2, 0.4, 0.1) == "clearly"
+    with pytest.raises(ValueError, match="low end"):
+        verdicts.above_by(2, 1, 0.5, 0.1)
+
+
 def test_decide_names_a_missing_phrase_and_a_missing_rule():
     with pytest.raises(KeyError, match="no phrase"):
         decide("above", [2, 1], {False: "does not hold"})
@@ -91,3 +100,12 @@ def test_a_glued_record_is_decided_again(monkeypatch):
     assert record["args"] == [pytest.approx(1.4), 1.0]
     with pytest.raises(AssertionError, match="gives 'holds'"):
         check_record("does not hold", glued["claim__verdict"])
+
+
+def test_sign_near_says_just_inside_the_bar():
+    assert verdicts.sign_near(-0.27, 0.28) == "near"
+    assert verdicts.sign_near(0.26, 0.28) == "near"
+    assert verdicts.sign_near(-0.14, 0.28) == "neither"
+    assert verdicts.sign_near(-0.40, 0.28) == "negative"
+    assert verdicts.sign_near(0.30, 0.28) == "positive"
+    assert verdicts.sign_near(0.2, 0.28, margin=0.3) == "near"

@@ -83,6 +83,33 @@ def sign(value, bar):
     return "neither"
 
 
+def above_by(low, high, kept, bar):
+    """'below', 'neither', 'barely' or 'clearly': a size word for a gain.
+
+    (low, high) is the range of a difference (a gain over a baseline):
+    'below' when all of it is under 0, 'neither' when it holds 0. Above 0,
+    `kept` is the share of a distance that the gain keeps (0 to 1), and the
+    gain is 'barely' there when `kept` is below `bar`, else 'clearly'.
+    """
+    low, high, kept, bar = map(float, (low, high, kept, bar))
+    if low > high:
+        raise ValueError("the range's low end is above its high end")
+    if high < 0:
+        return "below"
+    if low <= 0:
+        return "neither"
+    return "barely" if kept < bar else "clearly"
+
+
+def sign_near(value, bar, margin=0.1):
+    """Like `sign`, with 'near' when `value` is inside +-`bar` but its size
+    is within `margin` (a share of `bar`) of it: just inside the bar."""
+    outcome = sign(value, bar)
+    if outcome == "neither" and abs(float(value)) >= (1 - margin) * bar:
+        return "near"
+    return outcome
+
+
 RULES = {
     rule.__name__: rule
     for rule in (
@@ -93,6 +120,8 @@ RULES = {
         how_many,
         compare,
         sign,
+        sign_near,
+        above_by,
     )
 }
 
