@@ -294,7 +294,7 @@ def live_lab(live, text_a, text_b="", layer=0):
     )
     return HTML(
         f'<div class="mha-live" data-params="{escape(json.dumps(params))}">'
-        f"<p>The live lab runs in the built book's page, served over http. "
-        f"In a running notebook, use the panel of the section above."
+        f'<p class="mha-live-note">(Lab 3 appears here in the built book, '
+        f"served over http. In a running notebook, use the panel of Lab 2.)"
         f"</p></div>\n{links}\n{scripts}"
     )
