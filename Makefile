@@ -46,7 +46,7 @@ lab: $(STAMP)
 # to look at after a change; the README's pictures are copied into the tree.
 screenshots: book
 	@command -v chromium >/dev/null || $(MAKE) chromium
-	$(BIN)/python tests/screenshots.py _build/html
+	$(BIN)/python tests/tools/screenshots.py _build/html
 	cp _build/screenshots/readme-*.png book/images/
 
 # The browser tests drive Debian's Chromium (never a downloaded browser).

@@ -1,6 +1,6 @@
 """Offline by construction: every test, and every process a test starts,
-runs under the network guard in tests/netguard. A test during which anything
-tried to reach beyond localhost fails.
+runs under the network guard in tests/harness/netguard. A test during
+which anything tried to reach beyond localhost fails.
 
 `make test` runs the tests on several processes (pytest-xdist, one per
 core, at most four): each has its own guard log, browser and server, and
@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-GUARD = Path(__file__).resolve().parent / "netguard"
+GUARD = Path(__file__).resolve().parent / "harness" / "netguard"
 WORKER = os.environ.get("PYTEST_XDIST_WORKER")  # None in a plain run
 LOG = ROOT / "_build" / f"netguard{'-' + WORKER if WORKER else ''}.log"
 
@@ -258,7 +258,7 @@ def built_book(book_build):
     """The whole book, built once, cold, with warnings as errors.
 
     This build is the suite's only execution of the notebooks: their
-    asserts run there, and tests/test_notebooks.py reads the executed
+    asserts run there, and tests/book/test_notebooks.py reads the executed
     notebooks back from the build's jupyter-cache.
     """
     return book_build.wait()

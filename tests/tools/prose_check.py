@@ -1,6 +1,6 @@
 """A rough, source-level reader_check for one notebook, without a build.
 
-    .venv/bin/python tests/prose_check.py book/real_heads.ipynb [--list]
+    .venv/bin/python tests/tools/prose_check.py book/real_heads.ipynb [--list]
 
 Counts what ../shared/tools/reader_check.py counts on the built page, from
 the notebook itself: prose words outside dropdowns, words inside them,

@@ -1,5 +1,5 @@
-"""The clean-tree check (tests/cleantree.py) fails a run that leaves a new
-file in a git checkout, and passes one that does not."""
+"""The clean-tree check (tests/harness/cleantree.py) fails a run that
+leaves a new file in a git checkout, and passes one that does not."""
 
 import subprocess
 

@@ -29,7 +29,7 @@ LOADS = [
 # Verdicts that say a trained head does what the source says: on random
 # weights each must give the outcome that finds nothing.
 NOT_IN_RANDOM_WEIGHTS = {"claim_1": "none", "claim_2": False}
-RUNNER = Path(__file__).with_name("run_notebook.py")
+RUNNER = Path(__file__).parents[1] / "tools" / "run_notebook.py"
 
 
 def glued(nb):
@@ -44,7 +44,7 @@ def glued(nb):
 
 
 def execute(path, out):
-    """Run the notebook in a process of its own, as tests/run_notebook.py
+    """Run the notebook in a process of its own, as tests/tools/run_notebook.py
     does; returns the executed notebook."""
     run = subprocess.run(
         [sys.executable, RUNNER, path],

@@ -4,7 +4,7 @@ the README shows.
 
 Run with `make screenshots` (it builds the book first and copies the
 README's pictures into book/images/), or
-`python tests/screenshots.py _build/html`. The pictures go to
+`python tests/tools/screenshots.py _build/html`. The pictures go to
 _build/screenshots/ (dark ones in dark/, the phone's in 390px/), to look
 at after a change. `--pages=one_head,labs` takes only those pages.
 """
@@ -14,8 +14,8 @@ from pathlib import Path
 
 from playwright.sync_api import sync_playwright
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tests" / "harness"))
 
 from browsing import PHONE, SCREENSHOTS, launch, open_page, serve  # noqa: E402
 from chapter import toc_files  # noqa: E402

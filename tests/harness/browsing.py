@@ -2,8 +2,9 @@
 
 Shared by the browser tests, the page-weight command
 (tests/benchmarks/page_weight.py) and `make screenshots`
-(tests/screenshots.py): how pages are served and opened, what each page
-fetches, its weight budget (tests/page_budgets.json) and the axe-core audit.
+(tests/tools/screenshots.py): how pages are served and opened, what each
+page fetches, its weight budget (page_budgets.json, beside this file) and
+the axe-core audit.
 """
 
 import contextlib
@@ -12,6 +13,7 @@ import http.server
 import json
 import shutil
 import threading
+from pathlib import Path
 
 from chapter import BOOK, ROOT
 
@@ -54,7 +56,7 @@ CHROMIUM_ARGS = [
     "--no-first-run",
     "--disable-features=" + ",".join(PLAYWRIGHT_DISABLED + OMNIBOX_POPUPS),
 ]
-BUDGETS = ROOT / "tests" / "page_budgets.json"
+BUDGETS = Path(__file__).with_name("page_budgets.json")
 AXE = BOOK / "_vendor" / "node_modules" / "axe-core" / "axe.min.js"
 WCAG_TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
 SCREENSHOTS = ROOT / "_build" / "screenshots"

@@ -3,7 +3,7 @@ self-contained (every request to a host other than the local server is
 aborted and counted as a failure), free of console errors, with all its
 math typeset when the book was built (KaTeX's HTML, with MathML for
 screen readers; no math engine loaded), within its weight budget
-(tests/page_budgets.json) and without critical or serious axe-core
+(tests/harness/page_budgets.json) and without critical or serious axe-core
 violations, in light and in dark colours. test_phone.py opens them at a
 phone's width. `make screenshots` saves what these pages look like.
 """
@@ -66,7 +66,8 @@ def test_page_stays_within_its_weight_budget(loaded, site, name):
     total = sum(fetched.values())
     assert total <= limit, (
         f"{name} fetched {total / 1024:.0f} KiB {fetched}; its budget "
-        f"(tests/page_budgets.json) is {limit / 1024:.0f} KiB = {parts}"
+        f"(tests/harness/page_budgets.json) is {limit / 1024:.0f} KiB = "
+        f"{parts}"
     )
 
 

@@ -1,5 +1,5 @@
 """The head explorer's Python side: validation, ids and safe embedding.
-(tests/test_browser.py drives the view itself in Chromium.)"""
+(tests/browser/test_browser.py drives the view itself in Chromium.)"""
 
 import json
 import re

@@ -66,7 +66,7 @@ def save_random_bert(
     return folder
 
 
-if __name__ == "__main__":  # python tests/tiny.py FOLDER: a random BERT there
+if __name__ == "__main__":  # tests/harness/tiny.py FOLDER: a random BERT
     import sys
 
     print(save_random_bert(sys.argv[1]))

@@ -1,8 +1,8 @@
 """Execute one notebook of the book, as the build would, and report.
 
-    .venv/bin/python tests/run_notebook.py book/real_heads.ipynb [CHECKPOINT]
+    .venv/bin/python tests/tools/run_notebook.py book/real_heads.ipynb [FOLDER]
 
-With CHECKPOINT (a folder), the notebook loads it through $MHA_CHECKPOINT.
+With FOLDER (a checkpoint), the notebook loads it through $MHA_CHECKPOINT.
 Writes the executed copy to _build/run/<name>.ipynb (or to the folder in
 $MHA_RUN_OUT) and prints the error, if a cell failed, and every glued
 value; exits 1 if a cell failed.
@@ -16,7 +16,7 @@ from pathlib import Path
 import nbclient
 import nbformat
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def run(path, checkpoint=None):
