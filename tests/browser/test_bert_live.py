@@ -270,7 +270,7 @@ def tokenizer_page(browser):
     page = browser.new_page()
     page.route("**/*", lambda route: route.abort())  # no network at all
     page.set_content("<!DOCTYPE html><meta charset='utf-8'>")
-    page.add_script_tag(path=BOOK / "mhabook" / "wordpiece.js")
+    page.add_script_tag(path=BOOK / "mhabook" / "views" / "wordpiece.js")
     page.evaluate(
         "(text) => { window.wp = MhaWordPiece.fromVocab(text); }",
         "\n".join(sorted(vocab, key=vocab.get)),
