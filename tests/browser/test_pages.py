@@ -110,3 +110,17 @@ def test_the_views_sit_on_the_pages_own_background_in_dark_mode(loaded_dark):
                 .backgroundColor)"""
     )
     assert backgrounds and set(backgrounds) == {"rgba(0, 0, 0, 0)"}
+
+
+@pytest.mark.parametrize("name", toc_files())
+def test_visible_code_fits_its_box(loaded, name):
+    """At 1280 px no line of code (at most 79 characters) is cut off."""
+    page, _ = loaded(name)
+    cut = page.evaluate(
+        """() => [...document.querySelectorAll(
+            '.bd-article div.cell_input pre')]
+          .filter((e) => e.offsetParent !== null)
+          .filter((e) => e.scrollWidth > e.clientWidth + 1)
+          .map((e) => e.textContent.split('\\n')[0].slice(0, 50))"""
+    )
+    assert cut == []
