@@ -75,6 +75,9 @@ KINDS = [
     ("_static/bundled/katex/", "KaTeX"),
     ("_static/bundled/npm/@jupyter-widgets/", "widget manager"),
     ("_static/bundled/", "view scripts"),  # require.js, d3, jQuery
+    ("_static/live/", "live lab"),  # its scripts and styles, before the button
+    ("_static/chapter.", "chapter"),  # the book's own CSS and JS
+    ("_static/glossary.", "chapter"),
     ("_static/", "theme"),
 ]
 
