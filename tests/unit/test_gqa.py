@@ -17,6 +17,7 @@ from mhabook.experiments.grouped_bert import (
 from mhabook.layers.all_heads import (
     AttentionConfig,
     BatchedMultiHeadAttention,
+    batched_from_bert,
     causal_mask,
     padding_mask,
 )
@@ -248,9 +249,7 @@ def test_grouped_from_bert_at_g_equal_h_is_the_batched_copy():
     block = model.encoder.layer[0].attention
     x = torch.randn(2, 5, 16)
     ours = grouped_from_bert(block, 4)(x, padding_mask([5, 2], 5))
-    ref = BatchedMultiHeadAttention.from_bert(block)(
-        x, padding_mask([5, 2], 5)
-    )
+    ref = batched_from_bert(block)(x, padding_mask([5, 2], 5))
     torch.testing.assert_close(ours, ref, **TIGHT)
 
 

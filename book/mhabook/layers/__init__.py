@@ -7,6 +7,7 @@ Every module here is generated from its notebook's `# @save` cells by
 from .all_heads import (
     AttentionConfig,
     BatchedMultiHeadAttention,
+    batched_from_bert,
     batched_from_loop,
     causal_mask,
     check_mask,
@@ -23,6 +24,7 @@ __all__ = [
     "AttentionConfig",
     "AttentionHead",
     "BatchedMultiHeadAttention",
+    "batched_from_bert",
     "batched_from_loop",
     "check_mask",
     "copy_checked",

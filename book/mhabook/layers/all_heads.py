@@ -69,11 +69,6 @@ class BatchedMultiHeadAttention(nn.Module):
         context = context.transpose(1, 2).reshape(B, T, C)  # (B, T, C)
         return self.output_linear(context), weights
 
-    @classmethod
-    def from_bert(cls, bert_attention):
-        """Copy a Hugging Face BertAttention (its .self and .output.dense)."""
-        return batched_from_bert(bert_attention)
-
 
 def check_mask(mask, batch, num_tokens):
     """Return a bool mask shaped (B, 1, T, T) for broadcasting over heads.
