@@ -30,7 +30,7 @@ from browsing import (  # noqa: E402
 )
 from chapter import toc_files  # noqa: E402
 
-COLUMNS = [kind for _, kind in KINDS] + ["page"]
+COLUMNS = list(dict.fromkeys(kind for _, kind in KINDS)) + ["page"]
 
 
 def kib(size):
