@@ -45,7 +45,7 @@ SITE_FOLDER = "_static/live"
 # SharedArrayBuffer and no cross-origin-isolation headers are needed).
 ORT_FILES = ["ort.wasm.bundle.min.mjs", "ort-wasm-simd-threaded.wasm"]
 # Bump when the export below changes what it writes.
-EXPORT_VERSION = 1
+EXPORT_VERSION = 2
 # Browser attention may differ from PyTorch's by at most this much.
 TOLERANCE = 2e-3
 HALF_MIN_ELEMENTS = 1024  # smaller weights (biases, norms) stay float32
