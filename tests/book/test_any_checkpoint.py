@@ -8,8 +8,6 @@ end, name that model, glue verdicts that its rules give, and find no claim
 about trained heads holding in random weights.
 """
 
-import ast
-import json
 import os
 import subprocess
 import sys
@@ -19,8 +17,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from chapter import toc_notebooks
-from mhabook.experiments.verdicts import check_record
+from chapter import check_verdicts, glued_texts, toc_notebooks
 from tiny import save_random_bert
 
 LOADS = [
@@ -30,17 +27,6 @@ LOADS = [
 # weights each must give the outcome that finds nothing.
 NOT_IN_RANDOM_WEIGHTS = {"claim_1": "none", "claim_2": False}
 RUNNER = Path(__file__).parents[1] / "tools" / "run_notebook.py"
-
-
-def glued(nb):
-    texts = {}
-    for cell in nb.cells:
-        for output in cell.get("outputs", []):
-            record = output.get("metadata", {}).get("scrapbook")
-            if record:
-                text = output["data"].get(record["mime_prefix"] + "text/plain")
-                texts[record["name"]] = text
-    return texts
 
 
 def execute(path, out):
@@ -82,26 +68,21 @@ def test_the_notebooks_that_load_a_checkpoint_are_found():
 @pytest.mark.parametrize("notebook", [p.stem for p in LOADS])
 def test_runs_to_the_end_and_names_the_model(notebook, on_random_bert):
     notebooks, model_name = on_random_bert
-    texts = glued(notebooks[notebook])
+    texts = glued_texts(notebooks[notebook])
     assert any(model_name in (t or "") for t in texts.values()), (
         f"{notebook} glues no text naming {model_name}"
     )
-    for name, record in texts.items():
-        if name.endswith("__verdict"):
-            base = name.removesuffix("__verdict")
-            check_record(
-                ast.literal_eval(texts[base]), ast.literal_eval(record)
-            )
+    check_verdicts(texts)
 
 
 def test_no_claim_about_trained_heads_holds_in_random_weights(on_random_bert):
     notebooks, _ = on_random_bert
     seen = set()
     for nb in notebooks.values():
-        texts = glued(nb)
-        for name in NOT_IN_RANDOM_WEIGHTS.keys() & texts.keys():
-            record = json.loads(ast.literal_eval(texts[f"{name}__verdict"]))
+        texts = glued_texts(nb)
+        records = check_verdicts(texts)
+        for name in NOT_IN_RANDOM_WEIGHTS.keys() & records.keys():
             expected = NOT_IN_RANDOM_WEIGHTS[name]
-            assert record["outcome"] == expected, (name, texts[name])
+            assert records[name]["outcome"] == expected, (name, texts[name])
             seen.add(name)
     assert seen == NOT_IN_RANDOM_WEIGHTS.keys()

@@ -7,15 +7,13 @@ that build's jupyter-cache, each as soon as it holds that one. Only
 `one_head` runs once more, to check that its seeded numbers reproduce.
 """
 
-import ast
 import re
 
 import nbclient
 import pytest
 from jupyter_cache import get_cache
 
-from chapter import toc_notebooks
-from mhabook.experiments.verdicts import check_record
+from chapter import check_verdicts, glued_texts, toc_notebooks
 
 NOTEBOOKS = toc_notebooks()
 ids = [p.stem for p in NOTEBOOKS]
@@ -103,26 +101,10 @@ def test_every_glued_name_in_the_text_was_computed(notebook, executed):
     assert used <= glued, f"glued nowhere: {sorted(used - glued)}"
 
 
-def glued_texts(nb):
-    """{name: text/plain} of every glued value of the executed notebook."""
-    texts = {}
-    for cell in code_cells(nb):
-        for output in cell.outputs:
-            record = output.get("metadata", {}).get("scrapbook")
-            if record:
-                key = record["mime_prefix"] + "text/plain"
-                texts[record["name"]] = output.data.get(key)
-    return texts
-
-
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=ids)
 def test_every_glued_verdict_is_the_one_its_rule_gives(notebook, executed):
     """A verdict's phrase, decided again from the numbers it glued."""
-    texts = glued_texts(executed(notebook))
-    for name, record in texts.items():
-        if name.endswith("__verdict"):
-            phrase = texts[name.removesuffix("__verdict")]
-            check_record(ast.literal_eval(phrase), ast.literal_eval(record))
+    check_verdicts(glued_texts(executed(notebook)))
 
 
 # A figure is drawn for the column: at most 4.8 in at 100 dpi (480 px,

@@ -62,3 +62,33 @@ def build_command(out, *extra):
         "--keep-going",
         *extra,
     ]
+
+
+def glued_texts(nb):
+    """{name: text/plain} of every value an executed notebook glued."""
+    texts = {}
+    for cell in nb.cells:
+        for output in cell.get("outputs", []):
+            record = output.get("metadata", {}).get("scrapbook")
+            if record:
+                key = record["mime_prefix"] + "text/plain"
+                texts[record["name"]] = output["data"].get(key)
+    return texts
+
+
+def check_verdicts(texts):
+    """Decide every glued verdict again from the numbers it glued;
+    returns {name: record} of the verdicts checked."""
+    import ast
+    import json
+
+    from mhabook.experiments.verdicts import check_record
+
+    checked = {}
+    for name, record in texts.items():
+        if name.endswith("__verdict"):
+            base = name.removesuffix("__verdict")
+            record = ast.literal_eval(record)
+            check_record(ast.literal_eval(texts[base]), record)
+            checked[base] = json.loads(record)
+    return checked
