@@ -15,6 +15,12 @@ $MHA_EXECUTE_FIRST (comma-separated docnames) goes before them all: the
 tests put there the notebooks a selection such as `pytest -k one_head`
 waits for.
 
+jupyter-cache keys an executed notebook on the notebook's own cells, so
+a change to the code it imports (the setting `execute_ahead_inputs`:
+book/mhabook) would leave every figure and number as the old code drew
+them. When the files there change, this hook empties the cache and has
+Sphinx read every notebook again.
+
 Why not jupyter-cache's own parallel executor (`JupyterExecutorLocalMproc`,
 `jcache project execute --executor local-parallel`)? It runs the records
 of a cache project over a plain `multiprocessing.Pool()`, in no order we
@@ -24,6 +30,7 @@ order (slowest first), one share of the cores per kernel, and the myst-nb
 cache records myst-nb then reads.
 """
 
+import hashlib
 import os
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from fnmatch import fnmatch
@@ -64,6 +71,40 @@ def uncached(cache, paths):
     return missing
 
 
+def inputs_digest(folders):
+    """A hash of the code the notebooks import: each file's path and bytes."""
+    digest = hashlib.sha256()
+    for folder in folders:
+        for path in sorted(Path(folder).rglob("*")):
+            if path.suffix in {".py", ".js", ".css"}:
+                name = path.relative_to(folder).as_posix().encode()
+                digest.update(name + path.read_bytes())
+    return digest.hexdigest()
+
+
+def forget_if_inputs_changed(app, env, docnames, cache_path):
+    """Empty the cache and read every notebook again if the code they
+    import is not what the cached notebooks ran with."""
+    from jupyter_cache import get_cache
+
+    stamp = Path(cache_path, "inputs.sha256")
+    digest = inputs_digest(
+        Path(app.srcdir, folder) for folder in app.config.execute_ahead_inputs
+    )
+    if stamp.exists() and stamp.read_text() == digest:
+        return
+    if Path(cache_path).exists():
+        get_cache(cache_path).clear_cache()
+    notebooks = {
+        name
+        for name in env.found_docs
+        if str(env.doc2path(name)).endswith(".ipynb")
+    }
+    docnames[:] = sorted(set(docnames) | notebooks)
+    stamp.parent.mkdir(parents=True, exist_ok=True)
+    stamp.write_text(digest)
+
+
 def in_order(docnames, first):
     """`docnames` with those in `first` at the front, in its order."""
     rank = {name: i for i, name in enumerate(first)}
@@ -77,6 +118,7 @@ def execute_ahead(app, env, docnames):
     from jupyter_cache import get_cache
     from jupyter_cache.base import CacheBundleIn
 
+    forget_if_inputs_changed(app, env, docnames, config.execution_cache_path)
     cache = get_cache(config.execution_cache_path)
     first = [n for n in os.environ.get("MHA_EXECUTE_FIRST", "").split(",")]
     docnames = in_order(
@@ -126,5 +168,6 @@ def execute_ahead(app, env, docnames):
 
 def setup(app):
     app.add_config_value("execute_ahead_first", [], "")
+    app.add_config_value("execute_ahead_inputs", [], "")
     app.connect("env-before-read-docs", execute_ahead)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -110,25 +110,31 @@ def test_every_glued_verdict_is_the_one_its_rule_gives(notebook, executed):
 # A figure is drawn for the column: at most 4.8 in at 100 dpi (480 px,
 # and a few px of tight bounding box), so that a 390-px phone (358 px of
 # column) shows it at 0.72 of its size or more (test_phone.py checks it).
+# Its PNG holds twice as many pixels, to stay sharp on a high-density
+# screen; the output's metadata gives the width it is shown at.
 MAX_FIGURE_PX = 495
 
 
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=ids)
-def test_every_figure_is_drawn_for_the_column(notebook, executed):
+def test_every_figure_is_drawn_for_the_column_at_twice_its_size(
+    notebook, executed
+):
     import base64
     import io
 
     from PIL import Image
 
-    wide = []
+    wrong = []
     for cell in code_cells(executed(notebook)):
         for output in cell.outputs:
             png = output.get("data", {}).get("image/png")
             if png:
-                width = Image.open(io.BytesIO(base64.b64decode(png))).width
-                if width > MAX_FIGURE_PX:
-                    wide.append((cell.source.splitlines()[0][:50], width))
-    assert wide == [], f"figures wider than {MAX_FIGURE_PX} px: {wide}"
+                pixels = Image.open(io.BytesIO(base64.b64decode(png))).width
+                shown = output.metadata.get("image/png", {}).get("width")
+                if not shown or shown > MAX_FIGURE_PX or pixels < 2 * shown:
+                    first_line = cell.source.splitlines()[0][:50]
+                    wrong.append((first_line, pixels, shown))
+    assert wrong == [], f"figures not drawn 2x for the column: {wrong}"
 
 
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=ids)

@@ -124,3 +124,40 @@ def test_visible_code_fits_its_box(loaded, name):
           .map((e) => e.textContent.split('\\n')[0].slice(0, 50))"""
     )
     assert cut == []
+
+
+def figures_where(page, condition):
+    """The alt text of each figure on the page for which the JavaScript
+    function `condition(img)` is true."""
+    return page.evaluate(
+        f"""() => [...document.querySelectorAll(
+            '.bd-article .cell_output img')]
+          .filter((img) => img.naturalWidth > 0)
+          .filter({condition})
+          .map((img) => img.alt.slice(0, 40))"""
+    )
+
+
+@pytest.mark.parametrize("name", toc_files())
+def test_figures_show_at_their_full_size_on_a_desktop(loaded, name):
+    """At 1280 px each figure fits the column at the size it was drawn for,
+    so its smallest text (9 pt at 100 dpi) is 12.5 px, over issue 25's 11."""
+    shrunk = figures_where(
+        loaded(name)[0],
+        """(img) => Math.abs(img.getBoundingClientRect().width
+            - parseFloat(img.style.width)) > 1 || !img.style.width""",
+    )
+    assert shrunk == []
+
+
+@pytest.mark.parametrize("name", toc_files())
+def test_every_figure_opens_full_size_on_a_click(loaded, name):
+    """Each figure is the one content of a link to its own file."""
+    unlinked = figures_where(
+        loaded(name)[0],
+        """(img) => !(img.parentElement.tagName === 'A'
+            && img.parentElement.href === img.src
+            && img.parentElement.children.length === 1
+            && !img.parentElement.parentElement.closest('a'))""",
+    )
+    assert unlinked == []

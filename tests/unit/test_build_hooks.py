@@ -124,23 +124,6 @@ def test_bertviz_menus_have_names_holding_their_visible_label(menu, name):
     assert f"{name}: <select" in html  # the visible label it repeats
 
 
-def test_every_drawn_figure_links_to_its_own_file():
-    sys.path.insert(0, str(BOOK / "_ext"))
-    import figure_links
-
-    body = (
-        '<figure><img alt="a heatmap" src="../_images/abc.png" /></figure>'
-        '<img src="../_static/logo.svg">'
-    )
-    context = {"body": body}
-    figure_links.link_figures(None, "page", "", context, None)
-    assert context["body"] == (
-        '<figure><a class="mha-figure-link" href="../_images/abc.png">'
-        '<img alt="a heatmap" src="../_images/abc.png" /></a></figure>'
-        '<img src="../_static/logo.svg">'
-    )
-
-
 def test_the_theme_macros_differ_from_the_pinned_theme_by_one_script():
     """book/_templates/static/webpack-macros.html is the theme's own, less
     the Font Awesome script: a theme upgrade that changes it fails here."""

@@ -31,7 +31,8 @@ def notebook(folder, name, *sources):
     return path
 
 
-def run_hook(folder, cache_path, names, **settings):
+def run_hook(folder, cache_path, names, inputs=(), **settings):
+    """Run the hook as Sphinx would; return the docnames Sphinx reads."""
     config = NbParserConfig(
         execution_mode="cache",
         execution_cache_path=str(cache_path),
@@ -41,9 +42,17 @@ def run_hook(folder, cache_path, names, **settings):
     env = SimpleNamespace(
         mystnb_config=config,
         doc2path=lambda name: folder / f"{name}.ipynb",
+        found_docs={p.stem for p in folder.glob("*.ipynb")},
     )
-    app = SimpleNamespace(config=SimpleNamespace(execute_ahead_first=[]))
+    app = SimpleNamespace(
+        srcdir=str(folder),
+        config=SimpleNamespace(
+            execute_ahead_first=[], execute_ahead_inputs=list(inputs)
+        ),
+    )
+    names = list(names)
     execute_ahead.execute_ahead(app, env, names)
+    return names
 
 
 def cached(cache_path, path):
@@ -109,3 +118,25 @@ def test_the_notebooks_named_to_start_first_are_the_books():
     assert sorted(first) == sorted(notebooks), (
         "execute_ahead_first in _config.yml lists the notebooks of _toc.yml"
     )
+
+
+def test_a_change_to_the_imported_code_runs_every_notebook_again(
+    tmp_path, monkeypatch
+):
+    monkeypatch.setattr(execute_ahead.os, "cpu_count", lambda: 2)
+    (tmp_path / "lib").mkdir()
+    module = tmp_path / "lib" / "answer.py"
+    module.write_text("VALUE = 1\n")
+    sources = ("import sys; sys.path.insert(0, 'lib')", "import answer")
+    one = notebook(tmp_path, "one", *sources, "print(answer.VALUE)")
+    notebook(tmp_path, "two", *sources, "print(answer.VALUE + 1)")
+    cache_path = tmp_path / "cache"
+    run_hook(tmp_path, cache_path, ["one", "two"], inputs=["lib"])
+    assert cached(cache_path, one).cells[2].outputs[0].text == "1\n"
+    # Unchanged: Sphinx reads nothing and the cache keeps what it has.
+    assert run_hook(tmp_path, cache_path, [], inputs=["lib"]) == []
+    assert cached(cache_path, one) is not None
+    module.write_text("VALUE = 5\n")
+    read = run_hook(tmp_path, cache_path, [], inputs=["lib"])
+    assert read == ["one", "two"]
+    assert cached(cache_path, one).cells[2].outputs[0].text == "5\n"

@@ -175,3 +175,19 @@ def test_head_matrices_refuses_a_large_layer():
     config = SimpleNamespace(hidden_size=32, num_attention_heads=2)
     with pytest.raises(ValueError, match="draw a small example"):
         head_matrices(MultiHeadAttention(config), torch.randn(3, 32), "abc")
+
+
+def test_page_png_draws_twice_the_pixels_it_is_shown_at_in_256_colours():
+    import base64
+    import io
+
+    from PIL import Image
+
+    from mhabook.views.plotting import page_png
+
+    use_chapter_style()
+    fig = attention_heatmap(torch.eye(3), ["a", "b", "c"]).figure
+    png, metadata = page_png(fig)
+    image = Image.open(io.BytesIO(base64.b64decode(png)))
+    assert image.mode == "P" and len(image.getcolors()) <= 256
+    assert image.width // 2 == metadata["width"] <= 3.6 * fig.dpi
