@@ -28,6 +28,7 @@ from mhabook.experiments.realheads import (
     weighted_norms,
     within_sentence_share,
     within_shares,
+    word_lifts,
 )
 from tiny import tiny_bert, tiny_tokenizer
 
@@ -219,6 +220,19 @@ def test_lifts_and_the_random_target_null():
     # random targets rarely hit all three: the smallest lift is 0 mostly
     assert (null[:, 0, 1] == 0).float().mean() > 0.5
     assert null[:, 0, 1].max() <= 5.5
+
+
+def test_word_lifts_leave_the_weight_on_special_tokens_out():
+    T = 11
+    attention = torch.zeros(1, 1, T, T)
+    attention[0, 0, :, 0] = 0.5  # half of every row on [CLS]
+    words = [1, 2, 3, 4, 6, 7, 8, 9]
+    attention[0, 0][:, words] = 0.5 / len(words)  # the rest spread evenly
+    ex = flies_synthetic(attention)
+    assert (lifts(ex, ex["targets"]) < 1).all()  # below an even share
+    torch.testing.assert_close(  # an even share of the words
+        word_lifts(ex, ex["targets"])[:, 0, 0], torch.ones(3)
+    )
 
 
 def test_referent_accuracy_and_shuffled_labels():

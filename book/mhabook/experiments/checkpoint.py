@@ -30,7 +30,8 @@ ABOUT_BUNDLED = (
     "and vocabulary at a smaller size, with other weights. They start from "
     "MiniLM, a small model distilled from a larger one, and were then tuned "
     "by sentence-transformers as a sentence encoder: one text in, one "
-    "vector out. That tuning never showed it two sentences in one input."
+    "vector out. That tuning never showed it two sentences in one input, "
+    "so a pair of sentences is outside what it was tuned on."
 )
 HOW_TO_GET_PREFERRED = (
     f"to use {PREFERRED}, run once with network access: python -c "

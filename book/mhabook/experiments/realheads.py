@@ -273,6 +273,18 @@ def lifts(example, targets):
     return weights * a.shape[-1]
 
 
+def word_lifts(example, targets):
+    """(3, L, h): as `lifts`, against an even share of the words alone:
+    each target's weight over the mean weight on a word ([CLS] and [SEP]
+    left out), so that weight a head parks on them lowers no lift."""
+    a = example["attention"]  # (L, h, T, T)
+    f_a, f_b = example["flies"]
+    rows = torch.stack([a[:, :, f_a], a[:, :, f_b], a[:, :, f_b]])
+    per_word = rows[..., is_word(example)].mean(-1)  # (3, L, h)
+    weights = torch.stack([r[..., t] for r, t in zip(rows, targets)])
+    return weights / per_word
+
+
 def claim2_null(examples, draws, generator):
     """(draws, L, h): every head's mean score for random targets, one word
     of A and two different words of B (never "flies" itself)."""
@@ -509,7 +521,11 @@ def claim2_test(flies, draws=1000, seed=0):
     lift of B's verb, "like" (`diff_b`). Also the runner-up of the search
     (`runner_up`, `runner_up_score`) and a 95% bootstrap interval, over the
     even pairs, of the chosen head's score minus the runner-up's
-    (`lead_interval`). Returns a dict.
+    (`lead_interval`). On the odd pairs too: a 95% bootstrap interval of
+    the chosen head's score (`confirmed_interval`), the chosen head's score
+    against an even share of the words alone (`confirmed_words`, see
+    `word_lifts`) and the weight its "flies" rows put on [CLS] and [SEP]
+    (`special_share`). Returns a dict.
     """
     generator = torch.Generator().manual_seed(seed)
     scores = torch.stack(
@@ -550,13 +566,28 @@ def claim2_test(flies, draws=1000, seed=0):
             for ex in odd
         ]
     )
+    special = torch.stack(  # the chosen head's weight on [CLS] and [SEP]
+        [
+            ex["attention"][layer, head, list(ex["flies"])][:, ex["special"]]
+            .sum(-1)
+            .mean()
+            for ex in odd
+        ]
+    )
     return {
         "scores": scores,
         "first_layer": first,
+        "special_share": special.mean(),
+        "confirmed_words": torch.stack(
+            [word_lifts(ex, ex["targets"])[:, layer, head].min() for ex in odd]
+        ).mean(),
         "layer": layer,
         "head": head,
         "chosen": scores[0::2].mean(0)[layer, head],
         "confirmed": scores[1::2].mean(0)[layer, head],
+        "confirmed_interval": mean_interval(
+            scores[1::2, layer, head], seed=seed
+        ),
         "best_of_heads": null_choose.flatten(1).max(-1).values,
         "null_confirm": null_confirm,
         "bar_choose": null_choose.flatten(1).max(-1).values.quantile(0.95),

@@ -34,8 +34,8 @@ def batched_attention(Q, K, V, mask=None, need_weights=True):
     scores = (Q * Q.shape[-1] ** -0.5) @ K.transpose(-2, -1)  # (B, h, T, T)
     if mask is not None:
         scores.masked_fill_(~mask, float("-inf"))
-    # Without autograd nothing needs the scores again, so the softmax
-    # writes the weights over them: one (B, h, T, T) tensor.
+    # Memory only (head_costs.ipynb measures it): without autograd the
+    # softmax overwrites the scores, so one (B, h, T, T) tensor is held.
     out = None if torch.is_grad_enabled() else scores
     weights = torch.softmax(scores, dim=-1, out=out)  # (B, h, T, T)
     weights = zero_empty_queries(weights, mask)
@@ -44,24 +44,24 @@ def batched_attention(Q, K, V, mask=None, need_weights=True):
 
 class BatchedMultiHeadAttention(nn.Module):
     """Multi-head attention without a loop over heads: one projection
-    makes every head's query, key and value, one batched matmul scores
-    all heads, one more applies the weights to the values."""
+    makes every head's q, k and v; two batched matmuls serve all heads."""
 
     def __init__(self, config):
         super().__init__()
         self.num_heads = config.num_attention_heads
         self.head_dim = head_dim_for(config.hidden_size, self.num_heads)
-        hidden = config.hidden_size
         # rows [0, C): every head's query, [C, 2C): keys, [2C, 3C): values
-        self.qkv = nn.Linear(hidden, 3 * hidden)
-        self.output_linear = nn.Linear(hidden, hidden)
+        self.qkv = nn.Linear(config.hidden_size, 3 * config.hidden_size)
+        self.output_linear = nn.Linear(config.hidden_size, config.hidden_size)
 
     def forward(self, hidden_state, mask=None, need_weights=True):
         B, T, C = hidden_state.shape
         h, d_k = self.num_heads, self.head_dim
         mask = check_mask(mask, B, T)  # None or (B, 1, T, T)
-        # 1. project: all heads' queries, keys and values in one matmul
+        # 1. project: all heads' q, k and v in one matmul, (B, T, 3C); the
+        # view splits 3C as the rows do: axis 2 picks q/k/v, axis 3 the head
         qkv = self.qkv(hidden_state).view(B, T, 3, h, d_k)  # (B, T, 3, h, d_k)
+        # reorder to (q/k/v, B, h, T, d_k): the old axes 2, 0, 3, 1, 4
         Q, K, V = qkv.permute(2, 0, 3, 1, 4)  # 3 x (B, h, T, d_k)
         # 2. attend: all heads at once
         context, weights = batched_attention(Q, K, V, mask, need_weights)
@@ -82,8 +82,8 @@ def check_mask(mask, batch, num_tokens):
     if tuple(mask.shape) not in shapes:
         raise ValueError(
             f"mask has shape {tuple(mask.shape)}; expected (T, T) = "
-            f"{shapes[0]} or (B, T, T) = {shapes[1]} for an input of "
-            f"{batch} sequences of {num_tokens} tokens"
+            f"{shapes[0]} or (B, T, T) = {shapes[1]} for an input with "
+            f"B = {batch} and T = {num_tokens}"
         )
     if mask.dtype != torch.bool:
         raise ValueError(

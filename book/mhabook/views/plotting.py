@@ -458,8 +458,9 @@ def head_matrices(layer, hidden_state, tokens, cell=0.19):
     """The matrices of one MultiHeadAttention layer on a small input, as
     heatmaps (after Alammar's illustrated transformer): X on top; one row
     per head with Q_i, K_i, V_i, the weights A_i and Z_i = A_i V_i; at the
-    bottom Concat(Z_1, ..., Z_h), W^O and the output. Rows of every
-    matrix but W^O are the tokens. hidden_state: (T, d) or (1, T, d).
+    bottom Concat(Z_1, ..., Z_h) x W^O + b^O = output (b^O written, not
+    drawn). Rows of every matrix but W^O are the tokens. hidden_state:
+    (T, d) or (1, T, d).
     Colours (PuOr): orange negative, purple positive, one scale per
     matrix; the weights A_i in the chapter's sequential map, on 0 to 1.
     Each head's colour frames its Z_i, its columns of the concatenation
@@ -486,7 +487,7 @@ def head_matrices(layer, hidden_state, tokens, cell=0.19):
     # layout in cells, from the top left; then figure fractions
     left, gap, wide = 5.0, 0.7, 1.8
     head_w = 3 * d_k + 2 * gap + 2 * wide + num_tokens + d_k
-    low_w = 3 * width + wide + 3.2
+    low_w = 3 * width + wide + 2.4 + 5.8
     fig_w = left + max(head_w, low_w) + 0.4
     fig_h = 2.0 + (num_tokens + 2.6) * (num_heads + 1) + width + 0.3
     cell = min(cell, 4.6 / fig_w)  # 4.8 in at most, with its margins
@@ -530,15 +531,18 @@ def head_matrices(layer, hidden_state, tokens, cell=0.19):
         )
     y += num_tokens + 2.6
 
+    # Concat x W^O + b^O = output, centred on the middle of W^O; the
+    # labels W^O_i sit left of their bands, clear of the x and the =
+    mid = y + width / 2
     ax = _matrix(
         fig,
-        place(left, y, width, num_tokens),
+        place(left, mid - num_tokens / 2, width, num_tokens),
         concat,
         "Concat",
         "PuOr",
     )
     token_labels(ax)
-    x0 = left + width + wide
+    x0 = left + width + wide + 2.4
     ax_o = _matrix(fig, place(x0, y, width, width), w_o, "$W^O$", "PuOr")
     for i, c in enumerate(colours):
         for target, horizontal in ((ax, False), (ax_o, True)):
@@ -548,26 +552,29 @@ def head_matrices(layer, hidden_state, tokens, cell=0.19):
             target.add_patch(
                 mpl.patches.Rectangle(corner, *size, fill=False, ec=c, lw=2.0)
             )
-        ax_o.text(
-            width - 0.2,
-            start + d_k / 2,
-            f" $W^O_{i + 1}$",
+        fig.text(
+            (x0 - 0.3) / fig_w,
+            1 - (y + (i + 0.5) * d_k) / fig_h,
+            f"$W^O_{i + 1}$",
             color=c,
             fontsize=9,
+            ha="right",
             va="center",
         )
     for x_sign, sign in (
-        (left + width + wide / 2, "×"),
-        (x0 + width + 2.5, "="),
+        (left + width + 1.0, "×"),
+        (x0 + width + 2.3, "$+\\ b^O$"),
+        (x0 + width + 5.0, "="),
     ):
         fig.text(
             x_sign / fig_w,
-            1 - (y + num_tokens / 2) / fig_h,
+            1 - mid / fig_h,
             sign,
             fontsize=12,
             ha="center",
             va="center",
         )
-    x0 += width + 3.2
-    _matrix(fig, place(x0, y, width, num_tokens), out, "output", "PuOr")
+    x0 += width + 5.8
+    box = place(x0, mid - num_tokens / 2, width, num_tokens)
+    _matrix(fig, box, out, "output", "PuOr")
     return fig
