@@ -101,3 +101,16 @@ def test_no_figure_text_is_set_below_9_points():
             if match.group(2) or float(size) < 9:
                 small.append(f"{path.name}: {match.group(0)}")
     assert small == []
+
+
+def test_every_repository_path_a_page_names_exists():
+    """A page that points at a file (`tests/unit/test_gqa.py`) names one
+    that is there: files move, and the prose must move with them."""
+    missing = []
+    for page in [*ALL_NOTEBOOKS, *BOOK.glob("*.md")]:
+        for path in re.findall(
+            r"`((?:tests|book)/[\w/.-]+\.\w+)`", page.read_text()
+        ):
+            if not (ROOT / path).exists():
+                missing.append(f"{page.name}: {path}")
+    assert missing == []
