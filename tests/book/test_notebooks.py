@@ -159,3 +159,17 @@ def test_seeded_numbers_reproduce_in_a_fresh_kernel(executed):
     ).execute()
     assert text_outputs(from_build)
     assert text_outputs(again) == text_outputs(from_build)
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=ids)
+def test_no_cell_shows_what_verdict_returns(notebook, executed):
+    """A cell that ends with `verdict(...)` would print its outcome (True,
+    'less') under the cell: end it with `;`."""
+    shown = [
+        cell.source.splitlines()[0][:50]
+        for cell in code_cells(executed(notebook))
+        if "verdict(" in cell.source
+        and "remove-cell" not in cell.metadata.get("tags", [])
+        and any(o.output_type == "execute_result" for o in cell.outputs)
+    ]
+    assert shown == []

@@ -27,8 +27,8 @@ ABOUT_BERT_BASE = (
 )
 ABOUT_BUNDLED = (
     "all-MiniLM-L6-v2 is not bert-base-uncased. It has BERT's architecture "
-    "and vocabulary at a smaller size, with other weights. They start from "
-    "MiniLM, a small model distilled from a larger one, and were then tuned "
+    "and vocabulary at a smaller size, with other weights. Its weights start "
+    "from MiniLM, a small model distilled from a larger one, and were tuned "
     "by sentence-transformers as a sentence encoder: one text in, one "
     "vector out. That tuning never showed it two sentences in one input, "
     "so a pair of sentences is outside what it was tuned on."
