@@ -143,3 +143,33 @@ def test_the_theme_macros_differ_from_the_pinned_theme_by_one_script():
         line for line in body(theme) if "So that users can add" not in line
     ]
     assert "fontawesome.js" in theme and "fontawesome" not in body(ours)
+
+
+SLOW_SERVER = """
+import socket, sys, time
+server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+server.bind(sys.argv[1])  # the socket file exists from here on
+time.sleep(0.5)  # ... but connects are refused until listen()
+server.listen()
+connection, _ = server.accept()
+connection.recv(1)
+"""
+
+
+def test_the_katex_server_is_reached_even_when_it_listens_late(tmp_path):
+    import katex_start
+    from sphinxcontrib.katex import KaTeXServer
+
+    class SlowServer(KaTeXServer):
+        @classmethod
+        def build_command(cls, socket=None, port=None):
+            return [sys.executable, "-c", SLOW_SERVER, str(socket)]
+
+    process, sock = katex_start.start_server_process(SlowServer, tmp_path, 10)
+    try:
+        assert sock.getpeername() == str(tmp_path / "katex.sock")
+    finally:
+        sock.close()
+        process.wait(timeout=10)
+        process.stdin.close()
+        process.stdout.close()
