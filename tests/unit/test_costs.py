@@ -75,13 +75,20 @@ def test_the_loop_holds_every_map_twice():
         assert watch(loop, x)[1] >= 2 * maps
 
 
-def test_time_repeated_interleaves_and_sorts():
+def time_two(**options):
+    """time_repeated on two contenders that only note their calls:
+    (the times, the order of the calls)."""
     calls = []
     times = time_repeated(
         {"a": lambda: calls.append("a"), "b": lambda: calls.append("b")},
-        repeats=3,
         min_run_time=0.001,
+        **options,
     )
+    return times, calls
+
+
+def test_time_repeated_interleaves_and_sorts():
+    times, calls = time_two(repeats=3)
     assert set(times) == {"a", "b"}
     assert all(len(t) == 3 and t == sorted(t) for t in times.values())
     # interleaved: the calls come in runs, a's then b's, once per repeat
@@ -92,13 +99,7 @@ def test_time_repeated_interleaves_and_sorts():
 
 
 def test_time_repeated_can_keep_the_repeats_paired():
-    calls = []
-    times = time_repeated(
-        {"a": lambda: calls.append("a"), "b": lambda: calls.append("b")},
-        repeats=4,
-        min_run_time=0.001,
-        keep_order=True,
-    )
+    times, calls = time_two(repeats=4, keep_order=True)
     assert all(len(t) == 4 for t in times.values())
     assert calls[0] == "a" and calls[-1] == "b"  # a, then b, each repeat
 
