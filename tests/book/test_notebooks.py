@@ -173,3 +173,50 @@ def test_no_cell_shows_what_verdict_returns(notebook, executed):
         and any(o.output_type == "execute_result" for o in cell.outputs)
     ]
     assert shown == []
+
+
+SENTENCE = re.compile(r"[^.!?]*?\{glue:text\}`(\w+)`[^.!?]*[.!?]?", re.S)
+
+
+def rendered_sentences(prose, records):
+    """(name, outcome, sentence): every sentence of `prose` that holds a
+    glued verdict, rendered with each phrase its rule can give."""
+    for paragraph in re.split(r"\n\s*\n", prose):
+        paragraph = " ".join(paragraph.split())
+        for match in SENTENCE.finditer(paragraph):
+            sentence = match.group(0).strip()
+            for name in re.findall(r"\{glue:text\}`(\w+)`", sentence):
+                if name not in records:
+                    continue
+                for outcome, phrase in records[name]["phrases"]:
+                    yield (
+                        name,
+                        outcome,
+                        sentence.replace(f"{{glue:text}}`{name}`", phrase),
+                    )
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=ids)
+def test_every_verdict_sentence_reads_with_each_of_its_phrases(
+    notebook, executed
+):
+    """Each sentence that holds a computed phrase, rendered with every
+    phrase its rule can give: it starts with a capital where it starts a
+    sentence, ends once, and stays under 45 words."""
+    nb = executed(notebook)
+    records = check_verdicts(glued_texts(nb))
+    prose = "\n\n".join(
+        c.source for c in nb.cells if c.cell_type == "markdown"
+    )
+    wrong = []
+    for name, outcome, text in rendered_sentences(prose, records):
+        body = re.sub(r"\{\w+(?::\w+)?\}`[^`]*`", "N", text)
+        words = len(body.split())
+        starts = body.lstrip("*-([ ")[:1]
+        if (
+            (starts.isalpha() and not starts.isupper() and body[:1].isalpha())
+            or re.search(r"[.!?]\s*[.!?]", body)
+            or words > 45
+        ):
+            wrong.append((name, outcome, text[:160]))
+    assert wrong == [], f"sentences that read wrong: {wrong}"

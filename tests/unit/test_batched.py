@@ -108,12 +108,23 @@ def test_future_gets_zero_weight_under_a_causal_mask(layers):
     assert torch.all(weights[..., ~causal_mask(7)] == 0)
 
 
-def test_differently_seeded_heads_differ(layers):
-    _, batched = layers
-    weights = batched(inputs(batched))[1][0]
-    for i in range(batched.num_heads):
-        for j in range(i + 1, batched.num_heads):
-            assert not torch.allclose(weights[i], weights[j])
+@pytest.mark.parametrize("part", [0, 1])  # its query rows, its key rows
+def test_changing_one_head_changes_no_other_heads_map(layers, part):
+    loop, batched = layers
+    x = inputs(batched)
+    weights = batched(x)[1]
+    changed = batched_from_loop(loop)
+    C, d_k = batched.output_linear.in_features, batched.head_dim
+    head = batched.num_heads - 1  # the last head
+    rows = slice(part * C + head * d_k, part * C + (head + 1) * d_k)
+    with torch.no_grad():
+        changed.qkv.weight[rows] *= 2
+    changed_weights = changed(x)[1]
+    assert not torch.allclose(changed_weights[:, head], weights[:, head])
+    others = [i for i in range(batched.num_heads) if i != head]
+    torch.testing.assert_close(
+        changed_weights[:, others], weights[:, others], **TIGHT
+    )
 
 
 def test_gradients_reach_every_head_and_the_output(layers):

@@ -54,3 +54,41 @@ def test_no_attention_is_a_clear_error():
 def test_a_layer_out_of_range_is_refused():
     with pytest.raises(ValueError, match="layer 3 is not in 0..2"):
         head_view_html(attention(), TOKENS, 4, layer=3, heads=[0])
+
+
+def test_a_head_out_of_range_is_refused():
+    with pytest.raises(ValueError, match=r"heads \[2\] do not exist"):
+        head_view_html(attention(), TOKENS, 4, layer=0, heads=[2])
+
+
+def test_presets_are_buttons_with_escaped_labels():
+    presets = [("<b>[SEP]</b>", 2, 1), ("previous word", 0, 0)]
+    html = head_view_html(
+        attention(),
+        TOKENS,
+        4,
+        layer=0,
+        heads=[0],
+        all_layers=True,
+        presets=presets,
+    ).data
+    buttons = re.findall(
+        r'<button[^>]*data-layer="(\d)" data-head="(\d)"', html
+    )
+    assert buttons == [("2", "1"), ("0", "0")]
+    assert "&lt;b&gt;[SEP]&lt;/b&gt;" in html and "<b>[SEP]" not in html
+    root = re.search(r'id="(bertviz-[0-9a-f]+)"', html).group(1)
+    assert f'getElementById("{root}")' in html
+
+
+def test_a_preset_out_of_range_is_refused():
+    with pytest.raises(ValueError, match="layer 0, head 5"):
+        head_view_html(
+            attention(),
+            TOKENS,
+            4,
+            layer=0,
+            heads=[0],
+            all_layers=True,
+            presets=[("x", 0, 5)],
+        )

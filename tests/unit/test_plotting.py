@@ -160,7 +160,8 @@ def test_head_matrices_draws_every_matrix_of_a_small_layer():
     titles = [ax.get_title() for ax in fig.axes]
     assert len(fig.axes) == 1 + 5 * 2 + 3
     assert titles[0] == "$X$" and titles[-1] == "output"
-    assert "$Z_2$" in titles and "$W^O$" in titles
+    assert "$Z_{0}$" in titles and "$Z_{1}$" in titles  # from 0, as code
+    assert "$W^O$" in titles
     shown = fig.axes[-1].images[0].get_array()
     expected = layer(x)[0][0].detach().numpy()
     np.testing.assert_allclose(shown, expected, rtol=1e-6)
@@ -191,3 +192,74 @@ def test_page_png_draws_twice_the_pixels_it_is_shown_at_in_256_colours():
     image = Image.open(io.BytesIO(base64.b64decode(png)))
     assert image.mode == "P" and len(image.getcolors()) <= 256
     assert image.width // 2 == metadata["width"] <= 3.6 * fig.dpi
+
+
+def test_overview_labels_every_shape_from_the_sizes_it_is_given():
+    from matplotlib.figure import Figure
+
+    from mhabook.views.plotting import multi_head_overview
+
+    fig = multi_head_overview(list("abc"), 8, 2)
+    assert isinstance(fig, Figure)
+    texts = [t.get_text() for t in fig.axes[0].texts]
+    assert texts[:3] == ["a", "b", "c"]  # X's rows are the tokens
+    assert ["head 0", "head 1"] == [t for t in texts if "head" in t]
+    joined = " ".join(texts)
+    for shape in ("3 × 8", "8 × 4", "3 × 4", "3 × 3", "8 × 8"):
+        assert shape in joined, shape
+    assert "768" not in joined and "64" not in joined
+    slices = [  # the concatenation: one slice of width d_k per head
+        p
+        for p in fig.axes[0].patches
+        if isinstance(p, matplotlib.patches.Rectangle)
+        and p.get_width() == pytest.approx(2.4 / 2)
+    ]
+    assert len(slices) == 2
+
+
+def test_overview_draws_heads_0_1_and_the_last_of_many_in_the_column():
+    from mhabook.views.plotting import multi_head_overview
+
+    use_chapter_style()
+    fig = multi_head_overview("time flies like an arrow".split(), 768, 12)
+    texts = [t.get_text() for t in fig.axes[0].texts]
+    assert [t for t in texts if "head" in t] == ["head 0", "head 1", "head 11"]
+    assert "⋯" in texts
+    joined = " ".join(texts)
+    for shape in ("5 × 768", "768 × 64", "5 × 64", "5 × 5", "768 × 768"):
+        assert shape in joined, shape
+    fig.canvas.draw()
+    assert fig.get_tightbbox().width <= 4.8  # in: nothing sticks out
+
+
+def test_overview_refuses_sizes_that_do_not_split_and_no_tokens():
+    from mhabook.views.plotting import multi_head_overview
+
+    with pytest.raises(ValueError, match="such as 4 or 6"):
+        multi_head_overview(list("abc"), 768, 5)
+    with pytest.raises(ValueError, match="at least one token"):
+        multi_head_overview([], 768, 12)
+
+
+def test_attention_grid_draws_rows_of_maps_on_one_scale():
+    from mhabook.views.plotting import attention_grid
+
+    maps = [[np.eye(3), np.eye(3)], [np.ones((3, 3)) / 3, np.eye(3)]]
+    titles = [["a", "b"], ["c", "d"]]
+    fig = attention_grid(maps, ["x", "y", "z"], titles)
+    panels = [ax for ax in fig.axes if ax.images]
+    assert [ax.get_title() for ax in panels] == ["a", "b", "c", "d"]
+    assert {ax.images[0].get_clim() for ax in panels} == {(0.0, 1.0)}
+    assert len(fig.axes) == 5  # four maps and one colour bar
+    shown = panels[2].images[0].get_array()
+    np.testing.assert_allclose(shown, maps[1][0])
+    assert fig.get_size_inches()[0] <= 4.8
+
+
+def test_attention_grid_refuses_ragged_rows_and_wrong_maps():
+    from mhabook.views.plotting import attention_grid
+
+    with pytest.raises(ValueError, match="every row as long"):
+        attention_grid([[np.eye(2)], [np.eye(2)] * 2], "ab", [["a"], ["b"]])
+    with pytest.raises(ValueError, match="2 tokens need 2x2 maps"):
+        attention_grid([[np.eye(3)]], "ab", [["a"]])

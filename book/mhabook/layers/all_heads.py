@@ -31,13 +31,10 @@ def batched_attention(Q, K, V, mask=None, need_weights=True):
     if not need_weights:
         context = F.scaled_dot_product_attention(Q, K, V, attn_mask=mask)
         return zero_empty_queries(context, mask), None
-    scores = (Q * Q.shape[-1] ** -0.5) @ K.transpose(-2, -1)  # (B, h, T, T)
+    scores = Q @ K.transpose(-2, -1) / Q.shape[-1] ** 0.5  # (B, h, T, T)
     if mask is not None:
-        scores.masked_fill_(~mask, float("-inf"))
-    # Memory only (head_costs.ipynb measures it): without autograd the
-    # softmax overwrites the scores, so one (B, h, T, T) tensor is held.
-    out = None if torch.is_grad_enabled() else scores
-    weights = torch.softmax(scores, dim=-1, out=out)  # (B, h, T, T)
+        scores = scores.masked_fill(~mask, float("-inf"))
+    weights = torch.softmax(scores, dim=-1)  # (B, h, T, T)
     weights = zero_empty_queries(weights, mask)
     return weights @ V, weights  # (B, h, T, d_k), (B, h, T, T)
 

@@ -1,5 +1,7 @@
 """BertViz's head view, made safe to embed and light to serve."""
 
+import html
+import re
 from pathlib import Path
 
 from bertviz import head_view
@@ -22,6 +24,8 @@ FILTERS = [
 # cut the four filters from it in the browser, as BertViz would
 # (bertviz_filters.js).
 CUT_FILTERS = (Path(__file__).with_name("bertviz_filters.js")).read_text()
+# Buttons under the view that open it on one layer and head.
+PRESETS_JS = (Path(__file__).with_name("head_presets.js")).read_text()
 
 
 # BertViz's two menus follow a bare text label; give them accessible names
@@ -47,13 +51,15 @@ def head_view_html(
     heads,
     decimals=3,
     all_layers=False,
+    presets=(),
 ):
     """Return BertViz's head view as an IPython HTML object, open on `layer`.
 
     attention: (L, h, T, T), as from `model_attentions`. Only `layer` is
     serialised, or with all_layers=True every layer (so that the view's
     layer menu works); weights are rounded to `decimals` to keep pages
-    small.
+    small. presets: (label, layer, head) triples, each a button under
+    the view that opens it on that head alone (needs all_layers=True).
     """
     if attention is None or len(attention) == 0:
         raise ValueError(
@@ -66,6 +72,20 @@ def head_view_html(
         raise ValueError(f"layer {layer} is not in 0..{num_layers - 1}")
     if len(tokens) != T:
         raise ValueError(f"{len(tokens)} tokens for {T} attention positions")
+    for label, at_layer, head in presets:
+        if not (0 <= at_layer < num_layers and 0 <= head < num_heads):
+            raise ValueError(
+                f"preset {label!r} names layer {at_layer}, head {head}; the "
+                f"model has layers 0..{num_layers - 1} and heads "
+                f"0..{num_heads - 1}"
+            )
+    if presets and not all_layers:
+        raise ValueError("presets switch layers: pass all_layers=True")
+    bad = [h for h in heads or [] if not 0 <= h < num_heads]
+    if bad:
+        raise ValueError(
+            f"heads {bad} do not exist: the model has heads 0..{num_heads - 1}"
+        )
     include = list(range(num_layers)) if all_layers else [layer]
     layers = list(attention[:, None])  # L x (1, h, T, T)
     for shown in include:
@@ -83,8 +103,27 @@ def head_view_html(
     if cut:
         view = cut_filters_in_browser(view, sentence_b_start)
     start, end = view.index(INLINE) + len(INLINE), view.rindex("</script>")
-    html = view[:start] + escape_script(view[start:end]) + view[end:]
-    return HTML(name_selects(html))
+    page = view[:start] + escape_script(view[start:end]) + view[end:]
+    return HTML(name_selects(page) + preset_buttons(page, presets))
+
+
+def preset_buttons(view, presets):
+    """A row of buttons that open `view` on one head each, and their script."""
+    if not presets:
+        return ""
+    root = re.search(r'id="(bertviz-[0-9a-f]+)"', view).group(1)
+    buttons = "".join(
+        f'<button type="button" data-layer="{int(layer)}" '
+        f'data-head="{int(head)}" aria-pressed="false">'
+        f"{html.escape(label)}</button>"
+        for label, layer, head in presets
+    )
+    return (
+        f'<div class="mha-head-presets" role="group" '
+        f'aria-label="Open the view on a head">{buttons}</div>'
+        f"<script>{PRESETS_JS}\nmhaHeadPresets(document.getElementById("
+        f'"{root}"), document.currentScript.previousElementSibling);</script>'
+    )
 
 
 def cut_filters_in_browser(view, sentence_b_start):

@@ -458,9 +458,9 @@ def head_matrices(layer, hidden_state, tokens, cell=0.19):
     """The matrices of one MultiHeadAttention layer on a small input, as
     heatmaps (after Alammar's illustrated transformer): X on top; one row
     per head with Q_i, K_i, V_i, the weights A_i and Z_i = A_i V_i; at the
-    bottom Concat(Z_1, ..., Z_h) x W^O + b^O = output (b^O written, not
-    drawn). Rows of every matrix but W^O are the tokens. hidden_state:
-    (T, d) or (1, T, d).
+    bottom Concat(Z_0, ..., Z_{h-1}) x W^O + b^O = output (b^O written,
+    not drawn). Heads count from 0, as in the code. Rows of every matrix
+    but W^O are the tokens. hidden_state: (T, d) or (1, T, d).
     Colours (PuOr): orange negative, purple positive, one scale per
     matrix; the weights A_i in the chapter's sequential map, on 0 to 1.
     Each head's colour frames its Z_i, its columns of the concatenation
@@ -506,24 +506,24 @@ def head_matrices(layer, hidden_state, tokens, cell=0.19):
     colours = [PALETTE[(0, 5, 2, 3)[i % 4]] for i in range(num_heads)]
     for i, (q, k, v, a, z) in enumerate(rows):
         y += num_tokens + 2.6
-        n, c = i + 1, colours[i]
+        c = colours[i]
         x0 = left
         for m, name in zip((q, k, v), "QKV"):
-            label = f"${name}_{n}$"
+            label = f"${name}_{{{i}}}$"
             ax = _matrix(fig, place(x0, y, d_k, num_tokens), m, label, "PuOr")
             if name == "Q":
                 token_labels(ax)
             x0 += d_k + gap
         x0 += wide - gap
         box = place(x0, y, num_tokens, num_tokens)
-        _matrix(fig, box, a, f"$A_{n}$", CMAP, limits=(0.0, 1.0))
+        _matrix(fig, box, a, f"$A_{{{i}}}$", CMAP, limits=(0.0, 1.0))
         x0 += num_tokens + wide
         box = place(x0, y, d_k, num_tokens)
-        _matrix(fig, box, z, f"$Z_{n}$", "PuOr", frame=c)
+        _matrix(fig, box, z, f"$Z_{{{i}}}$", "PuOr", frame=c)
         fig.text(
             0.3 / fig_w,
             1 - (y - 1.0) / fig_h,
-            f"head {n}",
+            f"head {i}",
             color=c,
             fontsize=10,
             va="center",
@@ -555,7 +555,7 @@ def head_matrices(layer, hidden_state, tokens, cell=0.19):
         fig.text(
             (x0 - 0.3) / fig_w,
             1 - (y + (i + 0.5) * d_k) / fig_h,
-            f"$W^O_{i + 1}$",
+            f"$W^O_{{{i}}}$",
             color=c,
             fontsize=9,
             ha="right",
@@ -577,4 +577,220 @@ def head_matrices(layer, hidden_state, tokens, cell=0.19):
     x0 += width + 5.8
     box = place(x0, mid - num_tokens / 2, width, num_tokens)
     _matrix(fig, box, out, "output", "PuOr")
+    return fig
+
+
+def _glyph(ax, x, top, w, h, colour, rows=0, alpha=0.85):
+    """A matrix as a flat box, (x, top) its top-left corner in inches;
+    `rows` > 1 draws white lines between its rows."""
+    ax.add_patch(
+        mpl.patches.Rectangle(
+            (x, top - h), w, h, fc=colour, ec="#333333", lw=0.6, alpha=alpha
+        )
+    )
+    for r in range(1, rows):
+        ax.plot([x, x + w], [top - r * h / rows] * 2, color="white", lw=0.6)
+
+
+def multi_head_overview(tokens, hidden_size, num_heads):
+    """A multi-head attention layer at a glance, after Alammar's
+    illustrated transformer. Top to bottom: X, one row per token; in one
+    column per head, its Q_i, K_i and V_i, its weights A_i and its output
+    Z_i; the concatenation, each Z_i its slice; W^O and the output. Left:
+    what each row is; right: its shape in the chapter's notation and in
+    numbers for these sizes. With more than four heads, heads 0, 1 and the
+    last stand for all of them. The patterns in A_i are schematic."""
+    from ..layers.many_heads import head_dim_for
+
+    if len(tokens) < 1:
+        raise ValueError("give at least one token: X has one row per token")
+    d_k = head_dim_for(hidden_size, num_heads)  # refuses what won't split
+    T, d, h = len(tokens), hidden_size, num_heads
+    shown = list(range(h)) if h <= 4 else [0, 1, None, h - 1]
+    colours = [PALETTE[(0, 5, 2, 3)[i % 4]] for i in range(h)]
+    left, right, width = 1.4, 3.8, 4.8  # the matrices sit in between
+    main = right - left
+    labelled = T <= 8  # one line per row, and X's rows labelled
+    x_row = max(0.15, 0.35 / T) if labelled else 0.6 / T  # in: X's rows
+    tall = 0.35  # in: every other T-row matrix
+    lines = T if labelled else 0
+    column = main / len(shown)
+    centres = [left + (k + 0.5) * column for k in range(len(shown))]
+    narrow = min(main * d_k / d, column / 4.2)  # d_k wide, where it fits
+    gaps = {"top": 0.08, "project": 0.55, "head": 0.22, "row": 0.2}
+    gaps |= {"concat": 0.45, "mix": 0.5, "bottom": 0.08}
+    height = sum(gaps.values()) + T * x_row + 5 * tall + gaps["row"]
+    fig = plt.figure(figsize=(width, height))
+    ax = fig.add_axes((0, 0, 1, 1))
+    ax.set_xlim(0, width)
+    ax.set_ylim(0, height)
+    ax.axis("off")
+
+    def sides(middle, what, shape):  # what a row is, left; its shape, right
+        ax.text(left - 0.1, middle, what, ha="right", va="center")
+        ax.text(right + 0.12, middle, shape, ha="left", va="center")
+
+    def heads(draw, middle):  # draw(x_mid, i) per head; "⋯" in the gap
+        for x_mid, i in zip(centres, shown):
+            if i is None:
+                ax.text(x_mid, middle, "⋯", ha="center", va="center")
+            else:
+                draw(x_mid, i)
+
+    # X, one row per token
+    y = height - gaps["top"]
+    _glyph(ax, left, y, main, T * x_row, PALETTE[4], rows=lines)
+    for t, token in enumerate(tokens if labelled else []):
+        ax.text(
+            left - 0.1,
+            y - (t + 0.5) * x_row,
+            token,
+            ha="right",
+            va="center",
+            fontsize=9,
+        )
+    if not labelled:
+        ax.text(
+            left - 0.1,
+            y - T * x_row / 2,
+            f"{T} tokens",
+            ha="right",
+            va="center",
+        )
+    ax.text(
+        right + 0.12,
+        y - T * x_row / 2,
+        f"$X$: $T \\times d$\n{T} × {d}",
+        ha="left",
+        va="center",
+    )
+    y -= T * x_row
+
+    # every head reads all of X through its own projections
+    band = gaps["project"]
+    heads(
+        lambda x, i: _arrow(ax, (x, y - 0.03), (x, y - band + 0.03)),
+        y - band / 2,
+    )
+    sides(
+        y - band / 2,
+        "$\\times\\, W^Q_i, W^K_i, W^V_i$",
+        f"$d \\times d_k$\n{d} × {d_k}",
+    )
+    y -= band
+    for x_mid, i in zip(centres, shown):
+        if i is not None:
+            ax.text(
+                x_mid,
+                y - gaps["head"] / 2,
+                f"head {i}",
+                ha="center",
+                va="center",
+                color=colours[i],
+                fontweight="bold",
+                fontsize=9,
+            )
+    y -= gaps["head"]
+
+    def qkv(x_mid, i):
+        for k in (-1, 0, 1):
+            x0 = x_mid + k * 1.35 * narrow - narrow / 2
+            _glyph(ax, x0, y, narrow, tall, colours[i], lines, alpha=0.45)
+
+    def weights(x_mid, i):  # schematic: each head its own pattern
+        x0, cell = x_mid - tall / 2, tall / T
+        _glyph(ax, x0, y, tall, tall, "white", alpha=1.0)
+        shift = shown.index(i)
+        for q in range(T):
+            k = (q + shift) % T
+            ax.add_patch(
+                mpl.patches.Rectangle(
+                    (x0 + k * cell, y - (q + 1) * cell),
+                    cell,
+                    cell,
+                    fc=colours[i],
+                    lw=0,
+                )
+            )
+
+    def output(x_mid, i):
+        _glyph(ax, x_mid - narrow / 2, y, narrow, tall, colours[i], lines)
+
+    for draw, what, shape in (
+        (qkv, "$Q_i, K_i, V_i$", f"$T \\times d_k$\n{T} × {d_k}"),
+        (weights, "weights $A_i$", f"$T \\times T$\n{T} × {T}"),
+        (output, "$Z_i = A_i V_i$", f"$T \\times d_k$\n{T} × {d_k}"),
+    ):
+        heads(draw, y - tall / 2)
+        sides(y - tall / 2, what, shape)
+        y -= tall + gaps["row"]
+    y += gaps["row"]
+
+    # the heads' outputs side by side: Z_i is slice i
+    band, slice_w = gaps["concat"], main / h
+    for x_mid, i in zip(centres, shown):
+        if i is not None:
+            end = (left + (i + 0.5) * slice_w, y - band + 0.03)
+            _arrow(ax, (x_mid, y - 0.03), end)
+    y -= band
+    for i in range(h):
+        colour = colours[i] if i in shown else "#DDDDDD"
+        _glyph(ax, left + i * slice_w, y, slice_w, tall, colour, lines)
+    sides(y - tall / 2, "Concat", f"$T \\times hd_k$\n{T} × {h * d_k}")
+    y -= tall
+
+    # W^O mixes the heads; the output has X's shape
+    band = gaps["mix"]
+    _arrow(ax, (left + main / 2, y - 0.03), (left + main / 2, y - band + 0.03))
+    what = "$\\times\\, W^O + b^O$"
+    sides(y - band / 2, what, f"$hd_k \\times d$\n{h * d_k} × {d}")
+    y -= band
+    _glyph(ax, left, y, main, tall, PALETTE[4], lines)
+    sides(y - tall / 2, "output", f"$T \\times d$\n{T} × {d}")
+    return fig
+
+
+def attention_grid(maps, tokens, titles):
+    """Attention maps in a grid on one 0-to-1 scale, drawn for the column:
+    `maps` and `titles` are lists of rows (say, one row before training
+    and one after, one column per head). The outer panels carry the token
+    labels; one colour bar serves every map. Returns the Figure."""
+    maps = [[_as_array(weights) for weights in row] for row in maps]
+    columns = len(maps[0]) if maps else 0
+    if (
+        not columns
+        or [len(row) for row in titles] != [len(row) for row in maps]
+        or any(len(row) != columns for row in maps)
+    ):
+        raise ValueError(
+            "give maps and titles as lists of rows, every row as long: "
+            "[[map, map], [map, map]] with one title per map"
+        )
+    n = len(tokens)
+    if any(weights.shape != (n, n) for row in maps for weights in row):
+        raise ValueError(f"{n} tokens need {n}x{n} maps")
+    panel = 3.4 / columns  # in: 4.8 in less labels and colour bar
+    fig, axes = plt.subplots(
+        len(maps),
+        columns,
+        squeeze=False,
+        sharex=True,
+        sharey=True,
+        layout="constrained",
+        figsize=(4.8, len(maps) * (panel + 0.3) + 0.45),
+    )
+    turn = 90 if max(len(token) for token in tokens) > 3 else 0
+    for r, (row, names) in enumerate(zip(maps, titles)):
+        for c, (weights, title) in enumerate(zip(row, names)):
+            ax = axes[r, c]
+            image = ax.imshow(weights, vmin=0.0, vmax=1.0)
+            ax.set_xticks(range(n), tokens, rotation=turn)
+            ax.set_yticks(range(n), tokens)
+            ax.spines[:].set_visible(False)
+            ax.set_title(title)
+            if r == len(maps) - 1:
+                ax.set_xlabel("key (attended to)")
+            if c == 0:
+                ax.set_ylabel("query (attending)")
+    fig.colorbar(image, ax=axes, shrink=0.6, label="attention weight")
     return fig

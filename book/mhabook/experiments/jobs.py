@@ -1,0 +1,318 @@
+"""Heads with jobs (section 4): which head does each job, and how well.
+
+A job is a rule that says, for each query word, which keys are its
+targets: the previous word, the next word, [CLS], [SEP], the same word in
+the other sentence. A head's score on a job is the share of each query
+word's attention that lands on its targets, averaged over the query words
+that have a target and then over the examples. The score is computed the
+same way for every head, so the best head is chosen on one half of the
+examples (the even rows) and scored on the other half (the odd rows),
+beside two baselines: an even spread over the tokens, and the median head.
+
+An example is a dict from `realheads.run_examples`: `attention`
+(L, h, T, T), `tokens`, `segments` (T,) and `special` (positions of [CLS]
+and [SEP]).
+"""
+
+from dataclasses import dataclass
+
+import torch
+
+from ..layers import batched_from_bert, loop_from_batched
+from . import realheads as rh
+
+
+def _words(example):
+    return rh.is_word(example)  # (T,): not [CLS], not [SEP]
+
+
+def previous_word(example):
+    """(T, T) bool: query i's target is the word just before it."""
+    T = len(example["tokens"])
+    words = _words(example)
+    targets = torch.zeros(T, T, dtype=torch.bool)
+    i = torch.arange(1, T)
+    targets[i, i - 1] = words[i] & words[i - 1]
+    return targets
+
+
+def next_word(example):
+    """(T, T) bool: query i's target is the word just after it."""
+    return previous_word(example).T
+
+
+def special_token(token):
+    """A job: query words target every `token` ("[CLS]" or "[SEP]")."""
+
+    def job(example):
+        is_token = torch.tensor([t == token for t in example["tokens"]])
+        return _words(example)[:, None] & is_token[None, :]  # (T, T)
+
+    job.__name__ = f"to_{token.strip('[]').lower()}"
+    return job
+
+
+def same_word_other_sentence(example):
+    """(T, T) bool: query i's targets are the tokens of the other sentence
+    that are the same token as i (for "the" in A, each "the" in B)."""
+    words = _words(example)
+    tokens = example["tokens"]
+    same = torch.tensor([[a == b for b in tokens] for a in tokens])
+    segments = example["segments"]
+    other = segments[:, None] != segments[None, :]
+    return same & other & words[:, None] & words[None, :]
+
+
+# The gallery's jobs, in the order the page shows them.
+JOBS = {
+    "previous word": previous_word,
+    "next word": next_word,
+    "[CLS]": special_token("[CLS]"),
+    "[SEP]": special_token("[SEP]"),
+    "same word, other sentence": same_word_other_sentence,
+}
+
+
+def job_shares(examples, job):
+    """(scores, even): scores (N, L, h), each head's mean share of a query
+    word's attention on its targets, per example; even (N,), the share an
+    even spread over the T tokens would give. NaN for an example in which
+    no query word has a target."""
+    scores, even = [], []
+    for ex in examples:
+        targets = job(ex)  # (T, T)
+        counted = targets.any(-1)  # (T,): query words with a target
+        T = targets.shape[-1]
+        if not counted.any():
+            L, h = ex["attention"].shape[:2]
+            scores.append(torch.full((L, h), float("nan")))
+            even.append(torch.tensor(float("nan")))
+            continue
+        on_target = (ex["attention"] * targets).sum(-1)  # (L, h, T)
+        scores.append(on_target[..., counted].mean(-1))
+        even.append(targets[counted].sum(-1).float().mean() / T)
+    return torch.stack(scores), torch.stack(even)
+
+
+@dataclass
+class Job:
+    """One job's best head, chosen on the even examples."""
+
+    name: str
+    layer: int
+    head: int
+    held_out: float  # its score on the odd examples
+    low: float  # a 95% bootstrap interval of `held_out`
+    high: float
+    even: float  # an even spread's score on the odd examples
+    median: float  # the median head's score on the odd examples
+    n_examples: int  # odd examples in which some query word has a target
+
+    @property
+    def does_job(self):
+        """Held out, its interval lies above twice an even spread and
+        above the median head: the head does the job, on this model."""
+        return self.low > 2 * self.even and self.low > self.median
+
+
+def nanmean0(values):
+    """Mean over the first dimension, leaving out NaN rows."""
+    keep = ~torch.isnan(values.flatten(1)).any(-1)
+    return values[keep].mean(0), int(keep.sum())
+
+
+def best_at(examples, job, seed=0):
+    """A `Job`: the head with the highest score on the even examples, its
+    score on the odd ones with a 95% bootstrap interval, and baselines."""
+    scores, even = job_shares(examples, job)
+    choose, n_choose = nanmean0(scores[0::2])
+    if n_choose == 0:
+        raise ValueError(
+            "no example of the even rows has a query word with a target "
+            "for this job: add sentences where the job applies"
+        )
+    layer, head = rh.best_head(choose)
+    odd, odd_even = scores[1::2], even[1::2]
+    keep = ~torch.isnan(odd_even)
+    if not keep.any():
+        raise ValueError(
+            "no example of the odd rows has a query word with a target for "
+            "this job: add sentences where the job applies"
+        )
+    odd, odd_even = odd[keep], odd_even[keep]
+    held = odd[:, layer, head]  # (n,)
+    low, high = rh.mean_interval(held, seed=seed)
+    return Job(
+        name="",
+        layer=layer,
+        head=head,
+        held_out=held.mean().item(),
+        low=low,
+        high=high,
+        even=odd_even.mean().item(),
+        median=odd.mean(0).median().item(),
+        n_examples=len(held),
+    )
+
+
+def gallery(examples, jobs=None):
+    """[Job, ...]: the best head of each job in `jobs` (default JOBS)."""
+    out = []
+    for name, job in (jobs or JOBS).items():
+        result = best_at(examples, job)
+        result.name = name
+        out.append(result)
+    return out
+
+
+# --- The study of section 4, in one call -----------------------------------
+
+
+@dataclass
+class FliesHead:
+    """The head that best reproduces the source's picture: "flies" looks at
+    "arrow" in A, at "fruit" and "banana" in B. Chosen over every layer on
+    the even pairs of book/data/flies_pairs.tsv, scored on the odd ones."""
+
+    layer: int
+    head: int
+    held_out: float  # the smallest of the three lifts, averaged
+    low: float  # its 95% bootstrap interval
+    high: float
+    pairs_above: int  # held-out pairs where all three lifts are above 1
+    n_pairs: int  # held-out pairs
+    contrast: float = float("nan")  # see `flies_contrast`, held out
+    contrast_low: float = float("nan")  # its 95% bootstrap interval
+    contrast_high: float = float("nan")
+
+    @property
+    def verdict(self):
+        """'more', 'less' or 'same' than an even share (1), by the interval."""
+        if self.low > 1:
+            return "more"
+        return "less" if self.high < 1 else "same"
+
+
+@dataclass
+class RealHeads:
+    """Everything section 4 states, from one call."""
+
+    tokens: list  # the pair's tokens, [CLS] A [SEP] B [SEP]
+    sentence_b_start: int
+    attention: torch.Tensor  # (L, h, T, T), the pair
+    hidden_states: tuple  # L + 1 of (1, T, d), the pair
+    jobs: list  # [Job, ...], in the order of JOBS
+    targets: list  # one (T, T) bool per job, on the pair
+    n_pairs: int  # pairs of claim1_pairs.tsv the gallery is measured on
+    flies: FliesHead
+    largest_difference: float  # the chapter's layers against the model's
+
+    @property
+    def jobs_done(self):
+        return sum(job.does_job for job in self.jobs)
+
+
+def flies_contrast(example, layer, head):
+    """The source's contrast, in lifts: how much more "flies" in A gives
+    "arrow" than "flies" in B does, and "flies" in B gives "fruit" and
+    "banana" than "flies" in A does; the mean of the two. Above 0, each
+    "flies" favours its own sentence's targets."""
+    a = example["attention"][layer, head]  # (T, T)
+    f_a, f_b = example["flies"]
+    arrow, *fruit_banana = example["targets"]
+    in_a = a[f_a, arrow] - a[f_b, arrow]
+    in_b = (a[f_b, fruit_banana] - a[f_a, fruit_banana]).mean()
+    return (in_a + in_b) / 2 * a.shape[-1]
+
+
+def flies_head(model, tokenizer, seed=0):
+    """A `FliesHead`, from book/data/flies_pairs.tsv."""
+    rows = rh.load_table(rh.SETS["flies"])
+    flies = rh.flies_examples(model, tokenizer, rows, rh.set_path("flies"))
+    scores = torch.stack(
+        [rh.lifts(ex, ex["targets"]).min(0).values for ex in flies]
+    )  # (N, L, h): each pair's smallest lift
+    layer, head = rh.best_head(scores[0::2].mean(0))
+    held = scores[1::2, layer, head]
+    low, high = rh.mean_interval(held, seed=seed)
+    contrast = torch.stack(
+        [flies_contrast(ex, layer, head) for ex in flies[1::2]]
+    )
+    contrast_low, contrast_high = rh.mean_interval(contrast, seed=seed)
+    return FliesHead(
+        layer=layer,
+        head=head,
+        held_out=held.mean().item(),
+        low=low,
+        high=high,
+        pairs_above=int((held > 1).sum()),
+        n_pairs=len(held),
+        contrast=contrast.mean().item(),
+        contrast_low=contrast_low,
+        contrast_high=contrast_high,
+    )
+
+
+def chapter_difference(model, hidden_states, attention):
+    """The largest difference between the model's attention (weights and
+    output of W^O, every layer) and the chapter's batched and loop layers
+    with its weights copied in. Raises a ValueError above 1e-4."""
+    largest = 0.0
+    for i, block in enumerate(model.encoder.layer):
+        ours = batched_from_bert(block.attention).eval()
+        loop = loop_from_batched(ours).eval()
+        with torch.no_grad():
+            out, weights = ours(hidden_states[i])
+            loop_out, loop_weights = loop(hidden_states[i])
+            context = block.attention.self(hidden_states[i])[0]
+            expected = block.attention.output.dense(context)
+        for a, b in [
+            (weights[0], attention[i]),
+            (out, expected),
+            (loop_weights, weights),
+            (loop_out, out),
+        ]:
+            largest = max(largest, (a - b).abs().max().item())
+    if largest > 1e-4:
+        raise ValueError(
+            f"the chapter's layers differ from the model's attention by "
+            f"{largest:.1e}: the checkpoint's attention is not BERT's "
+            f"(check that it is a BertModel loaded with "
+            f"attn_implementation='eager')"
+        )
+    return largest
+
+
+def real_heads_results(model, tokenizer, text_a, text_b):
+    """`RealHeads`: the pair (text_a, text_b) for the head view and the
+    gallery's maps; the gallery measured on book/data/claim1_pairs.tsv;
+    the source's "flies" head; the chapter's layers against the model."""
+    inputs, tokens, sentence_b_start = rh.encode_pair(
+        tokenizer, model, text_a, text_b
+    )
+    attention, hidden_states = rh.model_attentions(model, inputs)
+    pair = {
+        "attention": attention,
+        "tokens": tokens,
+        "segments": inputs["token_type_ids"][0],
+        "special": torch.tensor(
+            [
+                i
+                for i, t in enumerate(tokens)
+                if t in tokenizer.all_special_tokens
+            ]
+        ),
+    }
+    columns = list(zip(*rh.load_table(rh.SETS["pairs"])))  # A, B
+    pairs = rh.run_examples(model, tokenizer, *columns, rh.set_path("pairs"))
+    return RealHeads(
+        tokens=tokens,
+        sentence_b_start=sentence_b_start,
+        attention=attention,
+        hidden_states=hidden_states,
+        jobs=gallery(pairs),
+        targets=[job(pair) for job in JOBS.values()],
+        n_pairs=len(pairs),
+        flies=flies_head(model, tokenizer),
+        largest_difference=chapter_difference(model, hidden_states, attention),
+    )

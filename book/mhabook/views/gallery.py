@@ -1,0 +1,91 @@
+"""The gallery of section 4: one attention map per job, on one input."""
+
+import html
+
+import matplotlib.pyplot as plt
+import numpy as np
+from IPython.display import Markdown
+
+
+def figure(attention, tokens, jobs, targets):
+    """Small multiples: for each job, its best head's attention map on one
+    input, with the job's targets marked by dots. Returns the Figure.
+
+    attention: (L, h, T, T) weights of that input; tokens: its T tokens;
+    jobs: `Job`s (name, layer, head); targets: one (T, T) bool per job.
+    """
+    T = len(tokens)
+    if tuple(attention.shape[-2:]) != (T, T):
+        raise ValueError(
+            f"{T} tokens need (L, h, {T}, {T}) weights, got "
+            f"{tuple(attention.shape)}"
+        )
+    if len(jobs) != len(targets):
+        raise ValueError(
+            f"{len(jobs)} jobs but {len(targets)} target maps: give one "
+            f"(T, T) map per job"
+        )
+    columns = 2
+    rows = -(-len(jobs) // columns)  # ceil
+    fig, axes = plt.subplots(
+        rows,
+        columns,
+        figsize=(4.8, 0.35 + 2.0 * rows),
+        sharex=True,
+        sharey=True,
+        layout="constrained",
+        squeeze=False,
+    )
+    for ax, job, mark in zip(axes.flat, jobs, targets):
+        weights = attention[job.layer, job.head].detach().cpu().numpy()
+        ax.imshow(weights, vmin=0, vmax=1, cmap="Greys")
+        i, j = np.nonzero(np.asarray(mark))
+        ax.scatter(j, i, s=7, color="#D55E00", linewidths=0)
+        ax.set_title(
+            f"{job.name}\nlayer {job.layer}, head {job.head}", fontsize=9
+        )
+        ax.set_xticks(range(T), tokens, rotation=90, fontsize=9)
+        ax.set_yticks(range(T), tokens, fontsize=9)
+        ax.tick_params(length=0)
+        ax.spines[:].set_visible(False)
+    for ax in axes.flat[len(jobs) :]:
+        ax.axis("off")
+        ax.text(
+            0.0,
+            0.5,
+            "rows: query\ncolumns: key\ndarker: more weight\n"
+            "orange dots: the job's\ntargets",
+            fontsize=9,
+            va="center",
+            transform=ax.transAxes,
+        )
+    return fig
+
+
+def table(jobs):
+    """The gallery as a Markdown table, one row per job."""
+    lines = [
+        "| job | best head | held-out share (95% interval) | even spread "
+        "| median head | does the job |",
+        "|---|---|---:|---:|---:|---|",
+    ]
+    for job in jobs:
+        lines.append(
+            f"| {html.escape(job.name)} | layer {job.layer}, head {job.head} "
+            f"| {job.held_out:.2f} ({job.low:.2f}–{job.high:.2f}) "
+            f"| {job.even:.2f} | {job.median:.2f} "
+            f"| {'yes' if job.does_job else 'no'} |"
+        )
+    return Markdown("\n".join(lines))
+
+
+def presets(jobs):
+    """(label, layer, head) for each job: buttons under the head view."""
+    return [
+        (
+            f"{job.name}: layer {job.layer}, head {job.head}",
+            job.layer,
+            job.head,
+        )
+        for job in jobs
+    ]

@@ -1,0 +1,135 @@
+"""Section 4's gallery: jobs, scores and the chosen heads, on planted heads.
+
+Each example's attention is set by hand: a head built to do a job (all of
+a word's weight on its target) among heads that spread evenly, so that
+the right answer is known.
+"""
+
+import pytest
+import torch
+
+from mhabook.experiments import jobs
+from mhabook.views import gallery
+
+TOKENS = ["[CLS]", "time", "flies", "like", "[SEP]", "fruit", "flies", "[SEP]"]
+SEGMENTS = torch.tensor([0, 0, 0, 0, 0, 1, 1, 1])
+T, L, H = len(TOKENS), 2, 3
+PLANTED = (1, 2)  # layer 1, head 2 does the previous-word job
+
+
+def example(planted=True):
+    attention = torch.full((L, H, T, T), 1 / T)
+    if planted:
+        targets = jobs.previous_word(bare())
+        rows = targets.any(-1)
+        attention[PLANTED][rows] = targets[rows].float()
+    return {**bare(), "attention": attention}
+
+
+def bare():
+    return {
+        "tokens": TOKENS,
+        "segments": SEGMENTS,
+        "special": torch.tensor([0, 4, 7]),
+    }
+
+
+def test_each_job_marks_its_targets():
+    ex = bare()
+    previous = jobs.previous_word(ex).nonzero().tolist()
+    # "time" and "fruit" open their sentences: they have no previous word
+    assert previous == [[2, 1], [3, 2], [6, 5]]
+    assert jobs.next_word(ex).nonzero().tolist() == [[1, 2], [2, 3], [5, 6]]
+    to_sep = jobs.special_token("[SEP]")(ex)
+    assert to_sep[2].nonzero().flatten().tolist() == [4, 7]
+    assert not to_sep[0].any()  # [CLS] is not a word: it has no target
+    same = jobs.same_word_other_sentence(ex).nonzero().tolist()
+    assert same == [[2, 6], [6, 2]]  # "flies" and "flies"
+
+
+def test_a_planted_head_scores_one_and_an_even_head_the_even_share():
+    scores, even = jobs.job_shares([example()], jobs.previous_word)
+    assert scores.shape == (1, L, H)
+    assert scores[0][PLANTED] == pytest.approx(1.0)
+    assert scores[0, 0, 0] == pytest.approx(1 / T)
+    assert even[0] == pytest.approx(1 / T)
+
+
+def test_the_gallery_finds_the_planted_head_and_only_its_job():
+    found = {job.name: job for job in jobs.gallery([example()] * 4)}
+    previous = found["previous word"]
+    assert (previous.layer, previous.head) == PLANTED
+    assert previous.held_out == pytest.approx(1.0)
+    assert previous.does_job
+    assert not found["next word"].does_job
+    assert not found["[SEP]"].does_job
+
+
+def test_without_the_planted_head_no_head_does_the_job():
+    (previous,) = jobs.gallery(
+        [example(planted=False)] * 4, {"previous word": jobs.previous_word}
+    )
+    assert not previous.does_job
+    assert previous.held_out == pytest.approx(previous.even)
+
+
+def test_a_job_with_no_targets_is_a_clear_error():
+    def nothing(ex):
+        return torch.zeros(T, T, dtype=torch.bool)
+
+    with pytest.raises(ValueError, match="add sentences where the job"):
+        jobs.best_at([example()] * 4, nothing)
+
+
+def test_the_flies_verdict_reads_its_interval():
+    def head(low, high):
+        return jobs.FliesHead(0, 0, (low + high) / 2, low, high, 0, 8)
+
+    assert head(1.1, 1.5).verdict == "more"
+    assert head(0.9, 1.5).verdict == "same"
+    assert head(0.5, 0.9).verdict == "less"
+
+
+def test_the_figure_and_table_show_each_job():
+    found = jobs.gallery([example()] * 4)
+    targets = [job(bare()) for job in jobs.JOBS.values()]
+    fig = gallery.figure(example()["attention"], TOKENS, found, targets)
+    titles = [ax.get_title() for ax in fig.axes if ax.get_title()]
+    assert titles[0] == "previous word\nlayer 1, head 2"
+    assert len(titles) == len(found)
+    rows = gallery.table(found).data.splitlines()
+    assert len(rows) == 2 + len(found)
+    assert "| previous word | layer 1, head 2 | 1.00" in rows[2]
+    with pytest.raises(ValueError, match="one \\(T, T\\) map per job"):
+        gallery.figure(example()["attention"], TOKENS, found, targets[:2])
+
+
+def test_the_study_runs_on_a_random_bert_and_finds_no_job_there(tmp_path):
+    from transformers import AutoModel, AutoTokenizer
+
+    from tiny import save_random_bert
+
+    folder = save_random_bert(tmp_path, layers=2, heads=2, hidden=16)
+    model = AutoModel.from_pretrained(folder, attn_implementation="eager")
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    study = jobs.real_heads_results(
+        model.eval(), tokenizer, "time flies like an arrow", "fruit flies"
+    )
+    assert study.attention.shape[:2] == (2, 2)
+    assert study.jobs_done == 0
+    assert study.largest_difference < 1e-4
+    assert study.flies.n_pairs > 0
+
+
+def test_the_contrast_is_positive_when_each_flies_favours_its_own_targets():
+    # [CLS] time flies like an arrow [SEP] fruit flies like a banana [SEP]
+    T = 13
+    attention = torch.full((1, 1, T, T), 1 / T)
+    ex = {"attention": attention, "flies": (2, 8), "targets": [5, 7, 11]}
+    assert jobs.flies_contrast(ex, 0, 0) == pytest.approx(0.0)
+    attention[0, 0, 2] = torch.eye(T)[5]  # "flies" in A: all on "arrow"
+    attention[0, 0, 8] = (torch.eye(T)[7] + torch.eye(T)[11]) / 2
+    # in A: 1 - 0; in B: 0.5 - 0 on each target; their mean, in lifts
+    assert jobs.flies_contrast(ex, 0, 0) == pytest.approx(0.75 * T)
+    attention[0, 0, [2, 8]] = attention[0, 0, [8, 2]]  # swapped: reversed
+    assert jobs.flies_contrast(ex, 0, 0) == pytest.approx(-0.75 * T)
