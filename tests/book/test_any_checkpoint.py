@@ -25,7 +25,11 @@ LOADS = [
 ]
 # Verdicts that say a trained head does what the source says: on random
 # weights each must give the outcome that finds nothing.
-NOT_IN_RANDOM_WEIGHTS = {"claim_1": "none", "claim_2": False}
+NOT_IN_RANDOM_WEIGHTS = {
+    "claim_1": "none",
+    "claim_2": False,
+    "jobs_done": "none",
+}
 RUNNER = Path(__file__).parents[1] / "tools" / "run_notebook.py"
 
 

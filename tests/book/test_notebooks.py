@@ -220,3 +220,16 @@ def test_every_verdict_sentence_reads_with_each_of_its_phrases(
         ):
             wrong.append((name, outcome, text[:160]))
     assert wrong == [], f"sentences that read wrong: {wrong}"
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=ids)
+def test_no_name_is_glued_twice(notebook, executed):
+    """A second glue of a name silently replaces the first in the text."""
+    names = [
+        output.metadata["scrapbook"]["name"]
+        for cell in code_cells(executed(notebook))
+        for output in cell.outputs
+        if "scrapbook" in output.get("metadata", {})
+    ]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    assert twice == [], f"glued more than once: {twice}"

@@ -2,22 +2,22 @@
 
     .venv/bin/python tests/tools/prose_check.py book/real_heads.ipynb [--list]
 
-Counts what ../shared/tools/reader_check.py counts on the built page, from
-the notebook itself: prose words outside dropdowns, words inside them,
-sentences over 40 words, code lines in view and cells over 20 lines, and,
-for many_heads, the words after the `[1, 5, 768]` round-trip cell; for
-real_heads, the words before the first head view. The build's count is the
-one that decides; this one is for drafting.
+Counts what tests/tools/reading_counts.py counts on the built page, with
+its rules for words and sentences, from the notebook itself: prose words
+outside dropdowns, words inside them, sentences over 40 words, code lines
+in view and cells over 20 lines, and, for many_heads, the words after the
+`[1, 5, 768]` round-trip cell; for real_heads, the words before the first
+head view. The build's count is the one that decides (the budgets are in
+tests/book/test_rules.py); this one is for drafting.
 """
 
 import re
 import sys
 
 import nbformat
+from reading_counts import HIDDEN_CELL, sentences, words
 
-WORD = re.compile(r"[A-Za-z0-9][\w’'\-.%,]*")
-SENT_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z“(\[])")
-HIDDEN = {"hide-input", "hide-cell", "remove-input", "remove-cell"}
+HIDDEN = {tag.removeprefix("tag_") for tag in HIDDEN_CELL}
 
 
 def clean(text):
@@ -25,8 +25,9 @@ def clean(text):
     text = re.sub(
         r"\{(?:term|numref|ref|cite|doc)\}`([^`<]*)[^`]*`", r"\1", text
     )
-    text = re.sub(r"\$\$.*?\$\$", " MATH. ", text, flags=re.S)
-    text = re.sub(r"\$[^$]+\$", " MATH ", text)
+    # a formula as the built page holds it: one word, as its TeX
+    text = re.sub(r"\$\$(.*?)\$\$", r"\\[\1\\]", text, flags=re.S)
+    text = re.sub(r"\$([^$]+)\$", r"\\(\1\\)", text)
     return text
 
 
@@ -95,20 +96,19 @@ def main(path, show):
                     cells.append((len(lines), lines[0][:60]))
         for text, folded in texts:
             text = clean(text)
-            w = len(WORD.findall(text))
+            w = len(words(text))
             if folded:
                 fold += w
             else:
                 prose += w
                 after_roundtrip += w if seen_roundtrip else 0
                 before_view += 0 if seen_view else w
-            for s in SENT_END.split(text):
-                n = len(WORD.findall(s))
-                if n >= 3:
-                    n_sent += 1
-                    n_words += n
-                    if n > 40:
-                        longs.append((n, s))
+            for s in sentences(text):
+                n = len(words(s))
+                n_sent += 1
+                n_words += n
+                if n > 40:
+                    longs.append((n, s))
     print(
         f"{path}: prose {prose}, fold {fold}, >40 {len(longs)}, mean "
         f"{n_words / max(n_sent, 1):.1f}, code {code}, >20 {len(cells)}"

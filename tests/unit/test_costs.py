@@ -1,21 +1,13 @@
-"""head_costs' measuring helpers: operation counts, peak tensor memory,
-repeated timings and the words that may be said about them."""
+"""head_costs' measurements: operation counts, peak tensor memory,
+interleaved timings, paired ratios, and the page's one results function."""
 
-import matplotlib
 import pytest
 import torch
 
 from mhabook import MultiHeadAttention
-from mhabook.experiments import costs, verdicts
-from mhabook.experiments.costs import (
-    compare_times,
-    one_thread,
-    time_repeated,
-    watch,
-)
+from mhabook.experiments import costs
+from mhabook.experiments.costs import watch
 from mhabook.layers.all_heads import AttentionConfig, batched_from_loop
-
-matplotlib.use("Agg")
 
 MIB = 2**20
 
@@ -75,78 +67,153 @@ def test_the_loop_holds_every_map_twice():
         assert watch(loop, x)[1] >= 2 * maps
 
 
-def time_two(**options):
-    """time_repeated on two contenders that only note their calls:
-    (the times, the order of the calls)."""
+def test_time_interleaved_rotates_the_order():
     calls = []
-    times = time_repeated(
-        {"a": lambda: calls.append("a"), "b": lambda: calls.append("b")},
-        min_run_time=0.001,
-        **options,
-    )
-    return times, calls
-
-
-def test_time_repeated_interleaves_and_sorts():
-    times, calls = time_two(repeats=3)
-    assert set(times) == {"a", "b"}
-    assert all(len(t) == 3 and t == sorted(t) for t in times.values())
-    # interleaved: the calls come in runs, a's then b's, once per repeat
-    runs = [
+    fns = [lambda n=n: calls.append(n) for n in "abc"]
+    times = costs.time_interleaved(fns, repeats=3, min_run_time=0.001)
+    assert times.shape == (3, 3) and bool((times > 0).all())
+    firsts = [
         name for i, name in enumerate(calls) if i == 0 or calls[i - 1] != name
     ]
-    assert runs == ["a", "b"] * 3
+    assert firsts == list("abcbcacab")
 
 
-def test_time_repeated_can_keep_the_repeats_paired():
-    times, calls = time_two(repeats=4, keep_order=True)
-    assert all(len(t) == 4 for t in times.values())
-    assert calls[0] == "a" and calls[-1] == "b"  # a, then b, each repeat
+def test_time_interleaved_wants_callables():
+    with pytest.raises(ValueError, match="callables"):
+        costs.time_interleaved({"a": lambda: None})
 
 
-def test_one_thread_restores_the_thread_count():
-    before = torch.get_num_threads()
-    with one_thread():
-        assert torch.get_num_threads() == 1
-    assert torch.get_num_threads() == before
+def test_paired_ratio_cancels_what_slows_both():
+    # the machine's speed swings 10-fold between repeats; a always takes
+    # twice b's time: unpaired ranges overlap, the paired ratio does not
+    machine = torch.tensor([1.0, 10.0, 3.0, 7.0, 2.0, 5.0])
+    times = torch.stack([2 * machine, machine], dim=1)
+    r = costs.paired_ratio(times, 0, 1)
+    assert (r.median, r.low, r.high) == pytest.approx((2.0, 2.0, 2.0))
+    assert costs.paired_ratio(times, 1, 0).median == pytest.approx(0.5)
 
 
-@pytest.fixture
-def glued(monkeypatch):
-    found = {}
-
-    def fake_glue(key, value, display):
-        found[key] = value
-
-    monkeypatch.setattr(costs, "glue", fake_glue)
-    monkeypatch.setattr(verdicts, "glue", fake_glue)
-    return found
-
-
-def test_compare_times_speaks_only_beyond_the_spread(glued):
-    assert compare_times("a", [1.0, 1.1], [2.0, 2.2]) == "less"
-    assert glued["a"] == "faster" and glued["a_ratio"] == pytest.approx(0.5)
-    assert compare_times("b", [2.0, 2.2], [1.0, 1.1]) == "more"
-    assert glued["b"] == "slower"
-    assert compare_times("c", [1.0, 2.1], [2.0, 3.0]) == "same"
-    assert glued["c"] == "within the spread"
-    verdicts.check_record(glued["c"], glued["c__verdict"])
+def test_paired_ratio_interval_holds_the_median_and_is_fixed():
+    gen = torch.Generator().manual_seed(1)
+    times = 1 + torch.rand(15, 2, generator=gen, dtype=torch.float64)
+    r = costs.paired_ratio(times, 0, 1)
+    ratios = times[:, 0] / times[:, 1]
+    assert r.median == pytest.approx(ratios.quantile(0.5).item())
+    assert ratios.min() <= r.low <= r.median <= r.high <= ratios.max()
+    assert r.low < r.high
+    assert costs.paired_ratio(times, 0, 1) == r  # fixed seed
 
 
-def test_timing_figure_has_one_panel_per_length():
-    timings = {
-        (t, h): {"x": [0.001, 0.002, 0.003]} for t in (5, 9) for h in (1, 2)
-    }
-    fig = costs.timing_figure(timings, (5, 9), (1, 2), ["x"])
-    assert len(fig.axes) == 2
-    assert fig.axes[0].get_title() == "one sequence of 5 tokens"
-    assert fig.get_figwidth() <= 4.8  # stacked, for a phone's column
-    assert all(ax.get_ylabel() for ax in fig.axes)
+def test_paired_ratio_needs_two_repeats():
+    with pytest.raises(ValueError, match="repeats >= 2"):
+        costs.paired_ratio(torch.ones(1, 2), 0, 1)
 
 
-def test_operations_table_gives_a_rate_only_with_flops():
-    table = costs.operations_table(
-        {"add": [1e-6, 2e-6, 3e-6], "mm": [1e-3, 1e-3, 1e-3]}, {"mm": 2e6}
-    ).data
-    assert "| `add` | 2.0 | 1.0 to 3.0 |  |" in table
-    assert "| `mm` | 1000.0 | 1000.0 to 1000.0 | 2.0 |" in table
+def test_median_term_brackets_the_median():
+    term = costs.median_term(torch.tensor([1.0, 2.0, 3.0, 6.0, 9.0]))
+    assert term.median == pytest.approx(3.0)
+    assert 1.0 <= term.low <= 3.0 <= term.high <= 9.0
+    assert term.low < term.high
+
+
+def test_a_difference_and_its_ratio_agree_on_their_sign():
+    # odd repeats: each bootstrap median is one repeat's value, so the
+    # difference's interval is above 0 exactly when the ratio's is above 1
+    gen = torch.Generator().manual_seed(3)
+    for trial in range(20):
+        times = 1 + torch.rand(7, 2, generator=gen, dtype=torch.float64)
+        times[:, 0] += 0.1 * trial - 0.5
+        r = costs.paired_ratio(times, 0, 1)
+        d = costs.median_term(times[:, 0] - times[:, 1])
+        assert (r.low > 1) == (d.low > 0) and (r.high < 1) == (d.high < 0)
+        assert (r.median > 1) == (d.median > 0)
+
+
+# head_costs_results, at a tiny width. The timer is replaced by one that
+# runs each contender once and gives column j the time (j + 1) ms, scaled
+# by a factor that changes from repeat to repeat (the machine's speed):
+# every paired ratio is then known exactly.
+SPEED = torch.tensor([1.0, 3.0, 2.0], dtype=torch.float64)
+WIDTH, HEADS, LENGTHS = 16, (1, 4), (5, 9)
+
+
+def planted_times(fns, repeats, min_run_time):
+    fns = list(fns)
+    for fn in fns:
+        fn()
+    columns = torch.arange(1, len(fns) + 1, dtype=torch.float64) * 1e-3
+    return SPEED[:repeats, None] * columns  # (repeats, len(fns))
+
+
+@pytest.fixture(scope="module")
+def record():
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(costs, "time_interleaved", planted_times)
+        return costs.head_costs_results(
+            WIDTH, HEADS, LENGTHS, repeats=3, min_run_time=1e-3
+        )
+
+
+def test_results_count_parameters_and_flops(record):
+    d = WIDTH
+    assert set(record.params.values()) == {4 * (d * d + d)}
+    for (_, _, T), flops in record.flops.items():
+        assert flops == 8 * T * d**2 + 4 * T**2 * d
+    assert len(record.flops) == 2 * len(HEADS) * len(LENGTHS)
+
+
+def test_results_count_operations_and_memory(record):
+    assert record.ops["loop", 4] > 3 * record.ops["loop", 1]
+    assert record.ops["batched", 4] - record.ops["batched", 1] <= 1
+    per_head = (record.ops["loop", 4] - record.ops["loop", 1]) / 3
+    assert record.ops_per_head() == per_head
+    grown = record.peak["batched", 4] - record.peak["batched", 1]
+    assert grown >= record.score_mib(4) - record.score_mib(1) > 0
+    assert record.score_mib(1) == 9 * 9 * 4 / 2**20
+
+
+def test_results_pair_the_right_columns(record):
+    # columns: (loop, batched, fused) x h = 1, 4; then at T = 5 the
+    # projections (small, large) and the add, at T = 9 the two softmaxes
+    assert record.contenders == [
+        (name, h) for h in HEADS for name in ("loop", "batched", "fused")
+    ]
+    for T in LENGTHS:
+        assert record.times[T].shape == (3, 6)
+        for ratios, expected in (
+            (record.batched_loop, 5 / 4),
+            (record.fused_batched, 6 / 5),
+            (record.loop_heads, 4 / 1),
+            (record.batched_heads, 5 / 2),
+        ):
+            r = ratios[T]  # paired: the machine's speed cancels
+            assert (r.median, r.low, r.high) == pytest.approx((expected,) * 3)
+    assert record.softmax_heads.median == pytest.approx(8 / 7)
+    assert record.softmax == {1: pytest.approx(14e-3), 4: pytest.approx(16e-3)}
+
+
+def test_results_accounting_adds_up_to_the_gap(record):
+    a = record.accounting
+    speed = SPEED.median().item()
+    assert (a.num_tokens, a.num_heads) == (5, 4)
+    assert a.extra_ops == record.ops["loop", 4] - record.ops["batched", 4]
+    assert 0 < a.other_ops < a.extra_ops
+    assert a.gap.median == pytest.approx((4e-3 - 5e-3) * speed)
+    assert a.products.median == pytest.approx((7e-3 - 8e-3) * speed)
+    assert a.dispatch.median == pytest.approx(a.other_ops * 9e-3 * speed)
+    total = a.products.median + a.dispatch.median + a.rest.median
+    assert total == pytest.approx(a.gap.median)
+    assert a.rest.low <= a.rest.median <= a.rest.high
+    assert a.per_op == pytest.approx(9e-3 * 2.0)  # the median repeat
+    assert a.products_ratio.median == pytest.approx(7 / 8)
+    # the loop: itself, 4 heads, their 12 projections, W^O; the batched
+    # layer: itself, its projection, W^O; the projections in products
+    assert a.other_calls == (1 + 4 + 12 + 1) - 3 - (12 - 1)
+
+
+def test_results_refuse_what_they_cannot_measure():
+    with pytest.raises(ValueError, match="does not split"):
+        costs.head_costs_results(WIDTH, (1, 3), LENGTHS, repeats=3)
+    for repeats in (1, 4):
+        with pytest.raises(ValueError, match="odd and at least 3"):
+            costs.head_costs_results(WIDTH, HEADS, LENGTHS, repeats=repeats)

@@ -11,6 +11,8 @@ from transformers.models.llama.modeling_llama import LlamaAttention
 from mhabook.experiments.embedding import sentence_embeddings
 from mhabook.experiments.grouped_bert import (
     attention_shift,
+    conversion,
+    even_spread,
     grouped_attention_maps,
     with_grouped_kv,
 )
@@ -76,6 +78,13 @@ def run_llama(llama, x, is_causal):
 def test_a_group_count_that_does_not_divide_names_the_ones_that_do(g):
     with pytest.raises(ValueError, match=r"Use one of \[1, 2, 3, 4, 6, 12\]"):
         GroupedQueryAttention(GroupedAttentionConfig(768, 12, g))
+
+
+def test_h_8_and_g_3_is_refused_with_what_to_change():
+    with pytest.raises(
+        ValueError, match=r"g = num_key_value_heads must divide"
+    ):
+        group_size_for(8, 3)
 
 
 def test_group_size_is_h_over_g():
@@ -322,3 +331,56 @@ def test_the_cache_widens_a_mask_to_the_cached_tokens():
     assert widened.shape == (1, 1, 2, 6)
     assert widened[..., :4].all()  # every cached token is in the past
     assert torch.equal(widened[..., 4:], mask)
+
+
+def test_even_spread_rows_cover_the_real_tokens_only():
+    maps = torch.rand(2, 2, 3, 4, 4)  # (L, B, h, T, T)
+    mask = torch.tensor([[1, 1, 1, 1], [1, 1, 0, 0]])
+    even = even_spread(maps, mask)
+    assert even.shape == maps.shape
+    torch.testing.assert_close(even.sum(-1), torch.ones(2, 2, 3, 4))
+    assert (even[:, 1, ..., 2:] == 0).all()
+    assert (even[:, 1, ..., :2] == 0.5).all()
+
+
+SENTENCES = ["time flies", "fruit flies like an arrow", "arrow", "time"]
+
+
+def test_a_conversion_of_identical_heads_is_exact():
+    """Planted: every head of a layer has the same key and value rows, so
+    averaging any group changes nothing, whatever g."""
+    model = tiny_bert(num_attention_heads=4, initializer_range=1.0)
+    with torch.no_grad():
+        for block in model.encoder.layer:
+            for part in (block.attention.self.key, block.attention.self.value):
+                part.weight.view(4, 2, 8)[:] = part.weight.view(4, 2, 8)[0]
+                part.bias.view(4, 2)[:] = part.bias.view(4, 2)[0]
+    found = conversion(model, tiny_tokenizer(), SENTENCES, probe_size=2)
+    assert found.kv_counts == [2, 1] and found.n_sentences == 4
+    for g in found.kv_counts:
+        assert found.fidelity(g) == pytest.approx(1, abs=1e-6)
+        assert found.share_lost(g) == pytest.approx(0, abs=1e-4)
+        assert found.shift[g].abs().max() < 1e-5
+        assert found.retrieval[g] == 4
+    assert found.fidelity_none < 0.999  # the yardstick moved
+    assert max(found.fidelity_drops()) < 1e-6  # nothing falls
+
+
+def test_a_conversion_measures_what_sharing_moves():
+    model = tiny_bert(num_attention_heads=4, initializer_range=1.0)
+    found = conversion(model, tiny_tokenizer(), SENTENCES, probe_size=2)
+    assert found.fidelity(4) == 1.0 and found.fidelity(1) < 0.999
+    ks = [4, 2, 1]
+    drops = found.fidelity_drops()  # (step, half) in order
+    expected = [
+        found.fidelity_half(a, s) - found.fidelity_half(b, s)
+        for a, b in zip(ks, ks[1:])
+        for s in (0, 1)
+    ]
+    assert drops == expected and len(drops) == 4
+    low, high, kept = found.vs_none(1)
+    assert low <= high
+    lost = 1 - found.fidelity(1)
+    assert kept == pytest.approx(1 - lost / (1 - found.fidelity_none))
+    assert found.to_even.shape == found.shift[1].shape == (2,)
+    assert len(found.shift_growth()) == 2

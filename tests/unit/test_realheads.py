@@ -3,25 +3,38 @@
 import pytest
 import torch
 
+from mhabook.experiments import realheads
 from mhabook.experiments.realheads import (
+    Estimate,
     claim1_test,
     claim2_null,
+    claim_one,
+    claim_two,
     coreference_examples,
+    correlation_bar,
     detection_power,
     encode_pair,
+    first_searched_layer,
     flies_examples,
+    flies_measures,
+    flies_test,
     lifts,
     load_table,
     model_attentions,
     offset_sums,
     own_sentence_ratio,
     position,
+    power_curve,
+    pronouns_result,
     query_key_products,
     referent_accuracy,
     resample_counts,
     run_example,
     run_examples,
+    same_sense_examples,
     segments_from_sep,
+    share_on,
+    special_shares,
     twin_flips,
     twin_halves,
     twin_null_bar,
@@ -30,6 +43,7 @@ from mhabook.experiments.realheads import (
     within_shares,
     word_lifts,
 )
+from mhabook.experiments.verdicts import all_above
 from tiny import tiny_bert, tiny_tokenizer
 
 
@@ -414,3 +428,259 @@ def test_detection_power_grows_with_the_set_and_the_head():
         0.65, 128, sims=500
     )
     assert detection_power(0.95, 32, sims=500) > 0.9
+
+
+# --- the page testing_heads: planted heads -----------------------------------
+# flies_synthetic's tokens: [CLS] t flies like x [SEP] f flies like y [SEP];
+# "flies" at 2 (A) and 7 (B); targets x (4) in A, f (6) and y (9) in B.
+T_FLIES = 11
+
+
+def planted_flies(heads, n_pairs=8):
+    """Claim-2 pairs with (L, h) = (2, 2) heads set by hand. heads maps
+    (layer, head) to a function of the pair's index giving the two rows of
+    "flies" (A, B) as {key: weight}; the rest of each row is spread evenly,
+    and every other head spreads evenly."""
+    examples = []
+    for n in range(n_pairs):
+        attention = torch.full((2, 2, T_FLIES, T_FLIES), 1 / T_FLIES)
+        for (layer, head), rows in heads.items():
+            for query, row in zip((2, 7), rows(n)):
+                rest = (1 - sum(row.values())) / (T_FLIES - len(row))
+                attention[layer, head, query] = rest
+                for key, weight in row.items():
+                    attention[layer, head, query, key] = weight
+        ex = flies_synthetic(attention)
+        ex["like_b"] = 8
+        examples.append(ex)
+    return examples
+
+
+def claim_head(n):
+    """Does claim 2's job: each "flies" looks at its own sentence's
+    targets, and little at the other's."""
+    wobble = 0.02 * (n % 3)  # pairs differ a little
+    return (
+        {4: 0.5 + wobble, 6: 0.02, 9: 0.02},
+        {4: 0.02, 6: 0.25 + wobble, 9: 0.25},
+    )
+
+
+def same_rows_head(n):
+    """Lifts all three targets more than claim_head does, from both "flies"
+    alike: a high score, and no contrast at all."""
+    row = {4: 0.3, 6: 0.3 + 0.01 * (n % 2), 9: 0.3}
+    return row, dict(row)
+
+
+def test_flies_measures_on_a_hand_made_pair():
+    ex = planted_flies({(1, 0): claim_head}, n_pairs=1)[0]
+    score, con_a, con_b, riv_a, riv_b = flies_measures(ex, 1, 0).tolist()
+    rest_a = (1 - 0.54) / 8  # what "flies" in A gives a word off its targets
+    rest_b = (1 - 0.52) / 8
+    assert score == pytest.approx(0.25 * T_FLIES)  # B's targets, the weaker
+    assert con_a == pytest.approx((0.5 - 0.02) * T_FLIES)
+    assert con_b == pytest.approx((0.25 - 0.02) * T_FLIES)
+    # A's rivals: its subject "t" (rest_a) and B's first target "f" (0.02)
+    assert riv_a == pytest.approx((0.5 - rest_a) * T_FLIES)
+    assert riv_b == pytest.approx((0.25 - rest_b) * T_FLIES)  # "like"
+
+
+def test_the_claim_head_is_chosen_and_its_pattern_replicates():
+    flies = planted_flies({(1, 0): claim_head})
+    test = flies_test(flies)
+    assert (test.layer, test.head) == (1, 0)
+    assert test.score.mean == pytest.approx(0.25 * T_FLIES, rel=0.05)
+    assert test.contrast_a.low > 4 and test.contrast_b.low > 2
+    assert all_above(test.pattern_margins, 0)
+    assert test.score.count_above(1.0) == 4  # every held-out pair
+    assert test.rows.shape == (5, 3)
+    assert test.rows[0, 0] == pytest.approx(test.score.mean - 1)
+
+
+def test_a_higher_score_without_the_contrast_does_not_replicate():
+    flies = planted_flies({(1, 0): claim_head, (0, 1): same_rows_head})
+    test = flies_test(flies)  # the score picks the looser head
+    assert (test.layer, test.head) == (0, 1)
+    assert test.score.low > 3  # every target well above an even share
+    assert abs(test.contrast_a.mean) < 1e-5
+    assert not all_above(test.pattern_margins, 0)
+    upper = flies_test(flies, first=1)  # layers 1 and up: the claim head
+    assert (upper.layer, upper.head) == (1, 0)
+    assert all_above(upper.pattern_margins, 0)
+
+
+def test_the_verdict_flips_when_the_planted_head_is_removed():
+    flies = planted_flies({(1, 0): claim_head})
+    assert all_above(flies_test(flies).pattern_margins, 0)
+    even = planted_flies({})  # every head spreads evenly
+    test = flies_test(even)
+    assert test.score.mean == pytest.approx(1.0)
+    assert not all_above(test.pattern_margins, 0)
+
+
+def test_a_given_head_is_tested_as_given():
+    flies = planted_flies({(1, 0): claim_head, (0, 1): same_rows_head})
+    test = flies_test(flies, layer=1, head=0)
+    assert (test.layer, test.head) == (1, 0)
+    with pytest.raises(ValueError, match="at least 4 pairs"):
+        flies_test(flies[:3])
+
+
+def test_claim_two_reports_all_layers_layers_above_0_and_the_control():
+    flies = planted_flies({(1, 0): claim_head, (0, 1): same_rows_head})
+    control = planted_flies({(0, 1): claim_head})  # B repeats A
+    for ex in flies + control:
+        ex["pools"] = [torch.tensor([1, 3, 4]), torch.tensor([6, 8, 9])]
+    c2 = claim_two(flies, control, draws=50)
+    assert (c2.best.layer, c2.best.head) == (0, 1)
+    assert (c2.upper.layer, c2.upper.head) == (1, 0)
+    # the control is measured on the best head, chosen on the real pairs
+    assert (c2.same_sense.layer, c2.same_sense.head) == (0, 1)
+    assert all_above(c2.same_sense.pattern_margins, 0)
+    assert c2.source_targets == [4, 6, 9]
+    assert c2.source_rows.shape == (2, T_FLIES)
+    # "flies" in A spreads 0.3 on x, f and y: f and y lead among words
+    assert set(c2.source_top) <= {"x", "f", "y"}
+    assert c2.n_choose == c2.n_confirm == 4
+    assert c2.even_scores.shape == (2, 2)
+    assert 0 < c2.null_best[1] < c2.best.score.mean  # the weak check
+
+
+def test_estimate_gives_a_mean_an_interval_and_a_count():
+    estimate = Estimate.of([1.0, 2.0, 3.0, 4.0])
+    assert estimate.mean == 2.5
+    assert 1.0 <= estimate.low < 2.5 < estimate.high <= 4.0
+    assert estimate.count_above(2.0) == 2
+
+
+def small_vocab():
+    from transformers import BertTokenizerFast
+
+    words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    words += ["time", "flies", "like", "an", "arrow", "the", "hawk", "dart"]
+    return BertTokenizerFast(vocab={w: i for i, w in enumerate(words)})
+
+
+def test_same_sense_pairs_repeat_sentence_a():
+    tokenizer = small_vocab()
+    model = tiny_bert(vocab_size=tokenizer.vocab_size)
+    rows = [["time flies like an arrow", "arrow", "x", "y", "z"]]
+    (ex,) = same_sense_examples(model, tokenizer, rows)
+    assert ex["tokens"][7:12] == ex["tokens"][1:6]  # B is A again
+    assert ex["flies"] == (2, 8)
+    assert ex["targets"] == [5, 7, 11]  # A's target; B's subject, target
+    assert ex["like_b"] == 9
+
+
+def planted_pronouns(referent_head=True):
+    """16 twins of "[CLS] n1 n2 it [SEP]", the referent n1 and n2 in turn.
+    Head (0, 0) always looks at the referent (or, with referent_head off,
+    at n1 like head (0, 1)); head (0, 1) always looks at the first noun."""
+    tokens = ["[CLS]", "n1", "n2", "it", "[SEP]"]
+    examples = []
+    for n in range(32):
+        right, wrong = (1, 2) if n % 2 == 0 else (2, 1)
+        attention = torch.full((1, 2, 5, 5), 0.2)
+        attention[0, :, 3] = 0.0
+        attention[0, 0, 3, right if referent_head else 1] = 1.0
+        attention[0, 1, 3, 1] = 1.0
+        ex = synthetic(attention, tokens, [0] * 5)
+        ex["pronoun"], ex["right"], ex["wrong"] = 3, right, wrong
+        examples.append(ex)
+    return examples
+
+
+def test_a_head_that_always_finds_the_referent_is_found():
+    result = pronouns_result(planted_pronouns(), draws=200, sims=500)
+    assert result.tied == [(0, 0)]
+    assert result.held_out[0, 0] == 1.0
+    assert result.held_out[0, 1] == 0.5  # position: right once per twin
+    assert result.margin > 0  # the page's claim_coref: found
+    assert result.majority == 0.5
+    assert result.n_choose == result.n_confirm == 16
+
+
+def test_a_head_that_picks_by_position_is_not_found():
+    result = pronouns_result(
+        planted_pronouns(referent_head=False), draws=200, sims=500
+    )
+    assert result.accuracy.max() == 0.5
+    assert result.margin <= 0  # the verdict flips: no evidence
+    assert result.near_half == 2
+
+
+def test_the_power_curve_stops_at_the_first_size_with_80_percent():
+    sizes, powers = power_curve(0.65, 16, sims=500)
+    assert sizes == [16 * k for k in range(1, len(sizes) + 1)]
+    assert powers[-1] >= 0.8 > max(powers[:-1])
+    result = pronouns_result(planted_pronouns(), draws=200, sims=500)
+    assert result.power == powers[0] < 0.2  # weak on 16 held-out sentences
+    assert result.needed == sizes[-1]
+    assert result.detectable > 0.65  # only a much better head is found
+
+
+def test_claim_one_counts_replicating_heads_and_special_shares():
+    own = pairs_of_lengths(lambda off, same: 1.0 + 2.0 * same)
+    other = pairs_of_lengths(lambda off, same: 1.0 + 2.0 * ~same)
+    for ex, twin in zip(own, other):  # head 0 keeps to its own sentence,
+        ex["attention"] = torch.cat([ex["attention"], twin["attention"]], 1)
+    result = claim_one(own * 4)  # head 1 to the other one
+    assert result.n_heads == 2 and result.best == (0, 0)
+    assert result.replicated == result.reversed == result.candidates == 1
+    assert result.halves_bar == correlation_bar(2)
+    assert result.halves_r > 0.99  # the halves agree exactly
+    assert 0 < result.cls_share < 1 and 0 < result.sep_share < 1
+
+
+def test_share_on_a_token():
+    tokens = ["[CLS]", "a", "[SEP]", "b", "[SEP]"]
+    attention = torch.zeros(1, 2, 5, 5)
+    attention[0, 0, :, [2, 4]] = 0.5  # head 0: all on the two [SEP]
+    attention[0, 1, :, 1] = 1.0  # head 1: none
+    ex = synthetic(attention, tokens, [0, 0, 0, 1, 1])
+    torch.testing.assert_close(share_on([ex], "[SEP]"), torch.tensor([0.5]))
+    torch.testing.assert_close(share_on([ex], "[CLS]"), torch.tensor([0.0]))
+
+
+def test_special_shares_count_nothing_where_a_link_moves_nothing(tokenizer):
+    model = tiny_bert()
+    ex = run_example(model, tokenizer, "time flies", "arrow")
+    by_weight, _ = special_shares(model, [ex])
+    direct = ex["attention"][..., ex["special"]].sum(-1).mean((-1, -2))
+    torch.testing.assert_close(by_weight, direct)
+    for hidden in ex["hidden_states"]:  # the special tokens carry zeros
+        hidden[0, ex["special"]] = 0.0
+    with torch.no_grad():
+        for block in model.encoder.layer:
+            block.attention.self.value.bias.zero_()
+    by_weight, by_norm = special_shares(model, [ex])
+    assert torch.all(by_weight > 0)
+    torch.testing.assert_close(by_norm, torch.zeros(2))
+
+
+def test_claim_2_searches_from_layer_1_when_there_is_one():
+    assert first_searched_layer(6) == 1
+    assert first_searched_layer(1) == 0
+    assert correlation_bar(101) == pytest.approx(0.196)
+
+
+def test_testing_results_on_a_random_bert_find_no_claim_2():
+    from transformers import AutoTokenizer
+
+    from mhabook.experiments.checkpoint import bundled_path
+
+    tokenizer = AutoTokenizer.from_pretrained(bundled_path())
+    model = tiny_bert(
+        vocab_size=tokenizer.vocab_size,
+        hidden_size=16,
+        max_position_embeddings=64,
+    )
+    # pytest would collect `testing_results` as a test if it were imported
+    results = realheads.testing_results(model, tokenizer, draws=50, sims=200)
+    assert results.n_flies == 16 and results.n_pronouns == 32
+    assert results.claim2.best.score.low < 1.02  # near an even share
+    assert not all_above(results.claim2.best.pattern_margins, 0)
+    assert results.claim1.replicated <= 1
+    assert results.by_weight.shape == results.by_norm.shape == (2,)
+    assert results.pronouns.n_confirm == 16

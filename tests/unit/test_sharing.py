@@ -1,13 +1,15 @@
-"""The bookkeeping of "Sharing keys and values": the references, the timing
-harness, the tables and the baselines of mhabook.experiments.sharing."""
+"""mhabook.experiments.sharing, the page "Sharing keys and values": the
+references, the timing of decoding steps, the memory of the cache, the one
+results call, and the page's figures and tables (mhabook.views.sharing)."""
 
 import matplotlib
-import numpy as np
 import pytest
 import torch
 
-from mhabook.experiments import sharing
+from mhabook.experiments import costs, sharing
 from mhabook.layers.sharing_kv import grouped_from_llama
+from mhabook.views import sharing as views
+from tiny import tiny_bert, tiny_tokenizer
 
 matplotlib.use("Agg")
 
@@ -15,7 +17,7 @@ matplotlib.use("Agg")
 def test_gap_returns_the_largest_difference_and_refuses_a_real_one():
     a = torch.zeros(3)
     assert sharing.gap(a, a + 1e-7) == pytest.approx(1e-7)
-    with pytest.raises(AssertionError):
+    with pytest.raises(AssertionError, match="differ by 1.0e-03"):
         sharing.gap(a, a + 1e-3)
 
 
@@ -35,47 +37,110 @@ def test_the_references_agree_with_the_layer(is_causal):
     sharing.gap(out, fused)
 
 
-def test_time_steps_gives_rounds_by_lengths_and_restores_the_threads():
-    threads = torch.get_num_threads()
-    calls = []
-    costs = sharing.time_steps(
-        {"a": (calls.append, 2), "b": (lambda S: None, 1)}, [1, 2, 3], 2
+def test_check_references_compares_every_pair_and_decodes():
+    checks = sharing.check_references([(4, 4), (4, 2)], head_dim=4, tokens=5)
+    # g = h only: 2 masks x (output, weights); every pair: 2 masks
+    assert checks.counts == {
+        "multi-head (g = h)": 4,
+        "fused, enable_gqa": 4,
+        "Llama": 8,
+    }
+    assert 0 <= checks.largest_gap < 1e-5
+    assert checks.decode_kv_heads == (8, 2, 1) and checks.decode_gap < 1e-5
+
+
+def test_check_references_stops_at_a_layer_that_differs(monkeypatch):
+    wrong = sharing.fused_output
+
+    def off_by_one(layer, x, is_causal):  # a reference that is 1 off
+        return wrong(layer, x, is_causal) + 1
+
+    monkeypatch.setattr(sharing, "fused_output", off_by_one)
+    with pytest.raises(AssertionError, match="differ by"):
+        sharing.check_references([(4, 2)], head_dim=4, tokens=5)
+
+
+def test_a_cached_step_computes_what_the_step_without_it_does():
+    without, cached = sharing.decoding_steps(16, 4, 2, max_tokens=6)
+    with torch.no_grad():
+        for S in (1, 3, 6, 2):  # in any order: the cache is rewound
+            torch.testing.assert_close(
+                cached(S)[:, -1], without(S), rtol=1e-5, atol=1e-5
+            )
+
+
+def planted_times(lengths, repeats, a=100e-6, b=1e-6, c=1e-7):
+    """A time_interleaved table in which the step without the cache costs
+    c S^2, the cached step a + b S, and the fixed part (S = 1) a + b."""
+    S = torch.tensor(lengths, dtype=torch.float64)
+    row = torch.cat([c * S**2, a + b * S, torch.tensor([a + b])])
+    return row.repeat(repeats, 1)
+
+
+def test_time_decoding_reads_the_planted_costs(monkeypatch):
+    lengths, seen = (4, 8, 16), []
+
+    def fake(fns, repeats, min_run_time):
+        seen.extend(fns)
+        return planted_times(lengths, repeats)
+
+    monkeypatch.setattr(sharing, "time_interleaved", fake)
+    timing = sharing.time_decoding(16, 4, 2, lengths, repeats=3)
+    assert len(seen) == 2 * 3 + 1
+    for fn in seen:  # each times a real step of the tiny layer
+        fn()
+    assert timing.without.shape == timing.cached.shape == (3, 3)
+    assert timing.speedup.median == pytest.approx(1e-7 * 256 / 116e-6)
+    assert timing.growth_without.median == pytest.approx(4.0)
+    assert [r.median for r in timing.over_fixed] == pytest.approx(
+        [104 / 101, 108 / 101, 116 / 101]
     )
-    assert costs["a"].shape == costs["b"].shape == (2, 3)
-    assert (costs["a"] >= 0).all()
-    assert len(calls) == 2 * 3 * (1 + 2)  # a warm-up call, then 2
-    assert torch.get_num_threads() == threads
+    assert timing.half == 8
 
 
-def test_time_steps_restores_the_threads_after_an_error():
-    threads = torch.get_num_threads()
-
-    def fails(S):
-        raise RuntimeError("step failed")
-
-    with pytest.raises(RuntimeError):
-        sharing.time_steps({"a": (fails, 1)}, [1])
-    assert torch.get_num_threads() == threads
+def test_time_decoding_times_each_step_on_a_tiny_layer():
+    timing = sharing.time_decoding(16, 4, 2, (2, 4), 2, min_run_time=1e-4)
+    assert timing.fixed.shape == (2,) and (timing.cached > 0).all()
+    assert isinstance(timing.speedup, costs.PairedRatio)
 
 
-def test_line_slopes_and_medians():
-    lengths = [1, 2, 3]
-    rows = np.array([[1.0, 3.0, 5.0], [2.0, 2.0, 2.0], [0.0, 1.0, 2.0]])
-    assert sharing.line_slopes(lengths, rows) == pytest.approx([2, 0, 1])
-    assert list(sharing.medians(rows)) == [1.0, 2.0, 2.0]
-    assert sharing.line_fit(lengths, rows[0]) == pytest.approx((-1, 2))
+@pytest.mark.parametrize(
+    "lengths, repeats", [((4, 16), 3), ((1, 2), 3), ((4, 8), 1)]
+)
+def test_time_decoding_says_what_lengths_it_needs(lengths, repeats):
+    with pytest.raises(ValueError, match="half the longest"):
+        sharing.time_decoding(16, 4, 2, lengths, repeats)
 
 
-def test_step_flops_counts_the_matrix_products():
-    weight = torch.randn(4, 4)
-    assert sharing.step_flops(lambda S: torch.randn(S, 4) @ weight, 3) == (
-        2 * 3 * 4 * 4
+def test_the_memory_of_the_cache():
+    assert sharing.kv_cache_bytes(2, 3, 4, 5, bytes_per_number=1) == 240
+    memory = sharing.memory()
+    assert memory.llama_ratio == 4
+    assert memory.kib_per_token["Llama 2 7B"] == 2 * 32 * 32 * 128 * 2 / 1024
+    assert memory.gib["Llama 3 8B"] == 4.0  # 32k tokens
+    C, d_k = 768, 64
+    mha, mqa = 4 * (C * C + C), 2 * (C * C + C) + 2 * d_k * (C + 1)
+    assert memory.params_mqa_share == pytest.approx(mqa / mha)
+    assert memory.mqa_cache_ratio == 12
+    assert memory.mistral_window_mib == 512
+
+
+def test_sharing_results_makes_every_part_on_a_tiny_bert():
+    model = tiny_bert(num_attention_heads=4)
+    sentences = ["time flies", "fruit flies like an arrow", "arrow", "time"]
+    results = sharing.sharing_results(
+        model,
+        tiny_tokenizer(),
+        sentences,
+        pairs=[(4, 2)],
+        timing=dict(width=16, lengths=(2, 4), repeats=2, min_run_time=1e-4),
+        probe_size=2,
     )
-
-
-def test_markdown_table():
-    table = sharing.markdown_table(["a", "b"], [[1, "x"], [2, "y"]])
-    assert table.data == "| a | b |\n|---|---:|\n| 1 | x |\n| 2 | y |"
+    assert results.checks.pairs == ((4, 2),)
+    assert results.timing.lengths == (2, 4)
+    assert results.memory.llama_ratio == 4
+    assert results.conversion.kv_counts == [2, 1]
+    assert results.conversion.n_sentences == 4
 
 
 def test_mean_interval_holds_the_mean_and_is_reproducible():
@@ -86,33 +151,57 @@ def test_mean_interval_holds_the_mean_and_is_reproducible():
     assert sharing.mean_interval(torch.ones(9)) == (1.0, 1.0)
 
 
-def test_even_spread_rows_cover_the_real_tokens_only():
-    maps = torch.rand(2, 2, 3, 4, 4)  # (L, B, h, T, T)
-    mask = torch.tensor([[1, 1, 1, 1], [1, 1, 0, 0]])
-    even = sharing.even_spread(maps, mask)
-    assert even.shape == maps.shape
-    torch.testing.assert_close(even.sum(-1), torch.ones(2, 2, 3, 4))
-    assert (even[:, 1, ..., 2:] == 0).all()
-    assert (even[:, 1, ..., :2] == 0.5).all()
+# The views
 
 
-def test_the_figures_draw_from_any_number_of_heads():
-    costs = {"without": np.ones((2, 3)), "with": np.ones((2, 3))}
-    timing = sharing.plot_timing(costs, [1, 2, 3])
-    assert len(timing.axes) == 2 and timing.get_figwidth() <= 4.8
-    shift = {2: torch.tensor([0.1, 0.2]), 1: torch.tensor([0.2, 0.3])}
-    fig = sharing.plot_conversion(
-        4,
-        shift,
-        torch.tensor([0.3, 0.4]),
-        {2: 0.9, 1: 0.8},
-        {2: [0.9, 0.91], 1: [0.8, 0.79]},
-        0.7,
+def test_the_tables_show_the_record():
+    memory = sharing.memory()
+    table = views.cache_table(memory).data
+    assert "| Llama 3 8B | 32 | 8 | 128 | 4 |" in table
+    assert "GiB at 32k tokens" in table
+    timing = sharing.Timing(
+        width=16,
+        num_heads=4,
+        num_kv_heads=2,
+        lengths=(2, 4),
+        repeats=2,
+        min_run_time=0.02,
+        without=torch.ones(2, 2),
+        cached=torch.tensor([[3e-6, 5e-6], [3e-6, 5e-6]]),
+        fixed=torch.tensor([2e-6, 2e-6]),
+        speedup=None,
+        growth_without=None,
+        over_fixed=(
+            costs.PairedRatio(1.5, 1.4, 1.6),
+            costs.PairedRatio(2.5, 2.1, 3),
+        ),
     )
-    assert [t.get_text() for t in fig.axes[1].get_xticklabels()] == [
-        "4",
-        "2",
-        "1",
+    rows = views.growing_table(timing, ["fixed", "growing"]).data
+    assert rows.splitlines()[2:] == [
+        "| 2 | 3 | 1.50 (1.40 to 1.60) | fixed |",
+        "| 4 | 5 | 2.50 (2.10 to 3.00) | growing |",
     ]
-    assert fig.get_figwidth() <= 4.8
+    assert views.markdown_table(["a", "b"], [[1, "x"]]).data == (
+        "| a | b |\n|---|---:|\n| 1 | x |"
+    )
+
+
+def test_the_figures_draw_from_any_number_of_heads(monkeypatch):
+    monkeypatch.setattr(
+        sharing,
+        "time_interleaved",
+        lambda fns, repeats, min_run_time: planted_times((2, 4), repeats),
+    )
+    timing = sharing.time_decoding(16, 4, 2, (2, 4), repeats=2)
+    fig = views.plot_timing(timing)
+    assert len(fig.axes) == 2 and fig.get_figwidth() <= 4.8
+    tokenizer, sentences = tiny_tokenizer(), ["time flies", "arrow"]
+    for heads, ticks in [(4, ["4", "2", "1"]), (1, ["1", "1"])]:
+        model = tiny_bert(num_attention_heads=heads, hidden_size=8)
+        conversion = sharing.grouped_bert.conversion(
+            model, tokenizer, sentences
+        )
+        fig = views.plot_conversion(conversion)
+        labels = [t.get_text() for t in fig.axes[1].get_xticklabels()]
+        assert labels == ticks and fig.get_figwidth() <= 4.8
     matplotlib.pyplot.close("all")

@@ -1,19 +1,21 @@
-"""Measuring what a layer costs on this machine (head_costs): operations
-dispatched, peak tensor memory, and times repeated to show their spread."""
+"""What a layer costs on this machine (head_costs): parameters, FLOPs,
+operations dispatched, peak tensor memory, and times repeated to show their
+spread. `head_costs_results` makes every measurement the page states."""
 
-import statistics
+import os
+import platform
 import weakref
-from contextlib import contextmanager
+from dataclasses import dataclass
+from functools import partial
 
 import torch
-from IPython.display import Markdown
-from matplotlib import pyplot as plt
-from myst_nb import glue
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 from torch.utils.benchmark import Timer
+from torch.utils.flop_counter import FlopCounterMode
 
-from .verdicts import verdict
+from ..layers.all_heads import AttentionConfig, batched_from_loop
+from ..layers.many_heads import MultiHeadAttention, head_dim_for
 
 
 def _storages(tree):
@@ -60,111 +62,360 @@ def watch(fn, *args, **kwargs):
     return seen.ops, seen.peak / 2**20
 
 
-def time_repeated(fns, repeats=7, min_run_time=0.02, keep_order=False):
-    """Seconds per call of each fn, `repeats` times, interleaved.
+def time_interleaved(fns, repeats=15, min_run_time=0.02):
+    """(repeats, len(fns)) tensor of seconds per call.
 
-    fns: {name: zero-argument callable}. Each repeat times every fn in
-    turn, so that whatever else the machine does hits all of them alike.
-    Returns {name: list of `repeats` times}, sorted unless keep_order, in
-    which case entry r of every list comes from repeat r (paired).
+    fns: a sequence of zero-argument callables. Each repeat times every fn
+    once, in an order rotated from repeat to repeat (interleaved), so that
+    whatever else the machine does hits all of them alike, and no fn always
+    runs first. Each fn is called enough times to run >= min_run_time
+    (torch.utils.benchmark, on one thread, its default); the entry is the
+    median time per call. Row r of every column comes from repeat r, so
+    the columns are paired (see paired_ratio).
     """
-    times = {name: [] for name in fns}
-    for _ in range(repeats):
-        for name, fn in fns.items():
-            timer = Timer("fn()", globals={"fn": fn})
-            measured = timer.blocked_autorange(min_run_time=min_run_time)
-            times[name].append(measured.median)
-    if keep_order:
-        return times
-    return {name: sorted(t) for name, t in times.items()}
-
-
-@contextmanager
-def one_thread():
-    """Run the body on one thread, then restore PyTorch's thread count."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(threads)
-
-
-TIME_PHRASES = {
-    "less": "faster",
-    "more": "slower",
-    "same": "within the spread",
-}
-
-
-def compare_times(name, new, old):
-    """Glue a verdict on two lists of repeated times of the same work.
-
-    `name` gets 'faster' or 'slower' only when every time of `new` is
-    below (above) every time of `old`; otherwise 'within the spread'.
-    `name`_ratio gets the ratio of their medians, new / old.
-    Returns the rule's outcome: 'less', 'more' or 'same'.
-    """
-    ranges = (min(new), max(new), min(old), max(old))
-    outcome = verdict(name, "compare", ranges, TIME_PHRASES)
-    ratio = statistics.median(new) / statistics.median(old)
-    glue(f"{name}_ratio", ratio, display=False)
-    return outcome
-
-
-def timing_figure(timings, lengths, head_counts, names):
-    """Median ms per call against heads, one panel per length, stacked;
-    bars span the fastest and the slowest repeat. timings[T, h][name]:
-    seconds. The legend sits above the top panel."""
-    fig, axes = plt.subplots(
-        len(lengths),
-        1,
-        figsize=(4.6, 2.7 * len(lengths) + 0.5),
-        layout="constrained",
-        squeeze=False,
-    )
-    axes = axes[:, 0]
-    for ax, T in zip(axes, lengths):
-        for name in names:
-            runs = [
-                torch.tensor(timings[T, n][name]) * 1e3 for n in head_counts
-            ]
-            mid = [r.median().item() for r in runs]
-            low = [m - r.min().item() for m, r in zip(mid, runs)]
-            high = [r.max().item() - m for m, r in zip(mid, runs)]
-            ax.errorbar(
-                head_counts,
-                mid,
-                yerr=[low, high],
-                marker="o",
-                capsize=3,
-                label=name,
-            )
-        ax.set_title(f"one sequence of {T} tokens")
-        ax.set_xlabel("heads $h$")
-        ax.set_xticks(head_counts)
-        ax.set_ylim(bottom=0)
-        ax.set_ylabel("ms per forward pass")
-    fig.legend(
-        *axes[0].get_legend_handles_labels(),
-        loc="outside upper center",
-        ncols=len(names),
-    )
-    return fig
-
-
-def operations_table(times, flops):
-    """A Markdown table of repeated times: median, range, GFLOP/s."""
-    rows = [
-        "| operation | median µs | range µs | GFLOP/s (median) |",
-        "|---|---:|---:|---:|",
-    ]
-    for name, seconds in times.items():
-        us = torch.tensor(seconds) * 1e6
-        rate = flops.get(name)
-        rate = f"{rate / us.median().item() / 1e3:.1f}" if rate else ""
-        rows.append(
-            f"| `{name}` | {us.median():.1f} | "
-            f"{us.min():.1f} to {us.max():.1f} | {rate} |"
+    fns = list(fns)
+    if not fns or not all(callable(fn) for fn in fns):
+        raise ValueError(
+            "time_interleaved needs a list of zero-argument callables "
+            "(pass list(d.values()) for a dict of them)"
         )
-    return Markdown("\n".join(rows))
+    if repeats < 1:
+        raise ValueError(f"repeats must be at least 1, got {repeats}")
+    times = torch.zeros(repeats, len(fns), dtype=torch.float64)
+    for r in range(repeats):
+        for k in range(len(fns)):
+            i = (r + k) % len(fns)  # repeat r starts with fn r (mod n)
+            timer = Timer("fn()", globals={"fn": fns[i]}, num_threads=1)
+            measured = timer.blocked_autorange(min_run_time=min_run_time)
+            times[r, i] = measured.median
+    return times
+
+
+@dataclass
+class PairedRatio:
+    """How many times slower a is than b, repeat by repeat."""
+
+    median: float  # median over repeats of times[:, a] / times[:, b]
+    low: float  # 95% bootstrap interval of that median
+    high: float
+
+
+def _medians(values, seed, resamples=2000):
+    """(resamples,) medians of `values` (N,) resampled with replacement,
+    the same picks for every `values` of that length and seed."""
+    generator = torch.Generator().manual_seed(seed)
+    picks = torch.randint(
+        len(values), (resamples, len(values)), generator=generator
+    )
+    return values[picks].quantile(0.5, dim=1)
+
+
+def _ends(medians):
+    """(low, high): the 2.5th and 97.5th percentiles of bootstrap medians,
+    each an actual draw (no interpolation between two)."""
+    low = medians.quantile(0.025, interpolation="lower")
+    high = medians.quantile(0.975, interpolation="higher")
+    return low.item(), high.item()
+
+
+def _table(times):
+    times = torch.as_tensor(times, dtype=torch.float64)
+    if times.dim() != 2 or times.shape[0] < 2:
+        raise ValueError(
+            f"need a (repeats, contenders) table with at least 2 repeats, "
+            f"got shape {tuple(times.shape)}: time with repeats >= 2"
+        )
+    return times
+
+
+def paired_ratio(times, a, b, seed=0):
+    """PairedRatio of columns a and b of a time_interleaved table.
+
+    The ratio is taken within each repeat (paired), so that a slow moment
+    of the machine, which slows both, cancels. low and high are the 2.5th
+    and 97.5th percentiles of the median over 2,000 bootstrap resamples of
+    the repeats (a fixed seed: the same times give the same interval).
+    """
+    times = _table(times)
+    ratios = times[:, a] / times[:, b]
+    return PairedRatio(
+        ratios.quantile(0.5).item(), *_ends(_medians(ratios, seed))
+    )
+
+
+@dataclass
+class Term:
+    """One row of an accounting, in seconds: a median over repeats and a
+    95% bootstrap interval of it (as paired_ratio's)."""
+
+    median: float
+    low: float
+    high: float
+
+
+def median_term(values, seed=0):
+    """The Term of per-repeat values (N,), N >= 2.
+
+    With an odd N, a median is one repeat's value, so the Term of a - b
+    lies above 0 exactly when paired_ratio(a over b) lies above 1 (the
+    same resamples, the same sign in each).
+    """
+    values = _table(torch.as_tensor(values)[:, None])[:, 0]
+    return Term(values.quantile(0.5).item(), *_ends(_medians(values, seed)))
+
+
+def machine():
+    """This machine's CPU, as Linux names it, its cores and PyTorch."""
+    try:
+        with open("/proc/cpuinfo") as info:
+            lines = [line for line in info if line.startswith("model name")]
+        cpu = lines[0].split(":", 1)[1].strip()
+    except (OSError, IndexError):
+        cpu = platform.processor() or platform.machine()
+    return f"{cpu}, {os.cpu_count()} cores; PyTorch {torch.__version__}"
+
+
+@dataclass
+class Accounting:
+    """The loop's extra time over the batched layer (`gap`), split into
+    terms whose medians add up to it: gap = products + dispatch + rest.
+
+    products: the loop's 3h one-head projections, called as the loop calls
+    them, minus the batched layer's one projection (negative when the
+    small ones take less time). dispatch: the loop's other extra
+    operations at the cost of a one-element add. rest: what is left.
+    """
+
+    num_tokens: int
+    num_heads: int
+    gap: Term
+    products: Term
+    dispatch: Term
+    rest: Term
+    products_ratio: PairedRatio  # loop's projections / batched one
+    extra_ops: int  # all the loop's extra operations
+    other_ops: int  # those outside the projections
+    per_op: float  # median seconds of a one-element add
+    other_calls: int  # the loop's extra nn.Module calls but projections
+
+
+@dataclass
+class HeadCosts:
+    """Every number "What heads cost" states, at one width.
+
+    Keys (name, h): name is "loop", "batched" or "fused" (the batched
+    layer with need_weights=False); h a head count. Times are seconds per
+    call on one thread, `repeats` repeats interleaved (time_interleaved);
+    `times[T]` has one column per `contenders` entry. Ratios are paired
+    (paired_ratio): the first named over the second, at h = max(heads).
+    """
+
+    width: int
+    head_counts: tuple
+    lengths: tuple  # short, ..., long
+    repeats: int
+    machine: str
+    params: dict  # (name, h) -> parameters
+    flops: dict  # (name, h, T) -> FLOPs PyTorch's counter saw
+    peak: dict  # (name, h) -> peak MiB at the long length
+    ops: dict  # (name, h) -> operations dispatched at the short length
+    contenders: list  # (name, h) of the columns of times[T]
+    times: dict  # T -> (repeats, len(contenders)) seconds
+    batched_loop: dict  # T -> PairedRatio, batched / loop
+    fused_batched: dict  # T -> PairedRatio, fused / batched
+    loop_heads: dict  # T -> PairedRatio, loop at most / fewest heads
+    batched_heads: dict  # T -> PairedRatio, the same for batched
+    softmax: dict  # h -> median seconds, over the long length's scores
+    softmax_heads: PairedRatio  # most heads' softmax / fewest heads'
+    accounting: Accounting  # at the short length, most heads
+
+    def score_mib(self, num_heads):
+        """MiB of one (1, h, T, T) float32 tensor at the long length."""
+        return num_heads * self.lengths[-1] ** 2 * 4 / 2**20
+
+    def ops_per_head(self):
+        """The loop's extra operations for each head it adds."""
+        few, most = self.head_counts[0], self.head_counts[-1]
+        extra = self.ops["loop", most] - self.ops["loop", few]
+        return extra / (most - few)
+
+
+def _module_calls(fn):
+    """How many nn.Module calls fn() makes."""
+    calls = []
+    hook = torch.nn.modules.module.register_module_forward_pre_hook(
+        lambda module, args: calls.append(module)
+    )
+    try:
+        fn()
+    finally:
+        hook.remove()
+    return len(calls)
+
+
+def _projections(loop, x):
+    """Every head's query, key and value projection, as the loop runs
+    them: (3h,) results (B, T, d_k)."""
+    return [p(x) for head in loop.heads for p in (head.q, head.k, head.v)]
+
+
+def _flops(module, x):
+    """The FLOPs PyTorch's counter sees in module(x)."""
+    with FlopCounterMode(display=False) as counter:
+        module(x)
+    return counter.get_total_flops()
+
+
+def _layers(width, num_heads, seed):
+    """(loop, batched) layers holding the same seeded random weights."""
+    torch.manual_seed(seed + num_heads)
+    loop = MultiHeadAttention(AttentionConfig(width, num_heads))
+    return loop, batched_from_loop(loop)
+
+
+def _rest(gap, products, dispatch, seed):
+    """The Term of what the median products and dispatch leave of the
+    median gap, on each of the same resamples: the medians add up."""
+    point, draws = 0.0, 0.0
+    for values, sign in ((gap, 1), (products, -1), (dispatch, -1)):
+        point += sign * values.quantile(0.5).item()
+        draws = draws + sign * _medians(values, seed)
+    return Term(point, *_ends(draws))
+
+
+def _accounting(times, columns, x, loop, layer, seed):
+    """The Accounting of the short length's timings (see Accounting)."""
+    T, h = x.shape[1], len(loop.heads)
+    col = {key: times[:, i] for i, key in enumerate(columns)}
+    ops = {
+        "loop": watch(loop, x)[0],
+        "batched": watch(layer, x)[0],
+        "small": watch(_projections, loop, x)[0],
+        "large": watch(layer.qkv, x)[0],
+    }
+    extra = ops["loop"] - ops["batched"]
+    other = extra - (ops["small"] - ops["large"])
+    gap = col["loop", h] - col["batched", h]
+    products = col["small"] - col["large"]
+    dispatch = other * col["add"]
+    calls = _module_calls(partial(loop, x)) - _module_calls(partial(layer, x))
+    calls -= _module_calls(partial(_projections, loop, x)) - 1  # in products
+    return Accounting(
+        num_tokens=T,
+        num_heads=h,
+        gap=median_term(gap, seed),
+        products=median_term(products, seed),
+        dispatch=median_term(dispatch, seed),
+        rest=_rest(gap, products, dispatch, seed),
+        products_ratio=paired_ratio(
+            times, columns.index("small"), columns.index("large"), seed
+        ),
+        extra_ops=extra,
+        other_ops=other,
+        per_op=col["add"].quantile(0.5).item(),
+        other_calls=calls,
+    )
+
+
+def head_costs_results(
+    width=768,
+    head_counts=(1, 4, 12),
+    lengths=(13, 256),
+    repeats=15,
+    min_run_time=0.02,
+    seed=0,
+):
+    """HeadCosts of the loop and the batched layer at `width`, for each
+    head count, on one sequence of each length (random inputs, seeded
+    random weights). Memory and the softmax are measured at the longest
+    length; operations and the Accounting at the shortest. `repeats`:
+    odd, at least 3."""
+    head_counts, lengths = tuple(sorted(head_counts)), tuple(sorted(lengths))
+    for h in head_counts:
+        head_dim_for(width, h)  # a ValueError that names the fix
+    if len(head_counts) < 2 or lengths[0] < 1:
+        raise ValueError(
+            f"need two head counts or more and lengths of 1 token or more; "
+            f"got {head_counts} and {lengths}"
+        )
+    if repeats < 3 or repeats % 2 == 0:
+        raise ValueError(
+            f"repeats must be odd and at least 3, got {repeats}: then a "
+            f"median is one repeat's time, and a difference's sign agrees "
+            f"with its ratio's (see median_term)"
+        )
+    few, most = head_counts[0], head_counts[-1]
+    short, long = lengths[0], lengths[-1]
+    names = ("loop", "batched", "fused")
+    contenders = [(name, h) for h in head_counts for name in names]
+    layers = {h: _layers(width, h, seed) for h in head_counts}
+    torch.manual_seed(seed)
+    inputs = {T: torch.randn(1, T, width) for T in lengths}
+    params, flops, peak, ops, times, columns = {}, {}, {}, {}, {}, {}
+    with torch.no_grad():
+        for h, (loop, layer) in layers.items():
+            for name, module in (("loop", loop), ("batched", layer)):
+                params[name, h] = sum(p.numel() for p in module.parameters())
+                for T, x in inputs.items():
+                    flops[name, h, T] = _flops(module, x)
+                ops[name, h] = watch(module, inputs[short])[0]
+                peak[name, h] = watch(module, inputs[long])[1]
+            peak["fused", h] = watch(layer, inputs[long], need_weights=False)[
+                1
+            ]
+        scores = {h: torch.randn(1, h, long, long) for h in (few, most)}
+        loop, layer = layers[most]
+        one = torch.ones(1)  # adding two: about no work, all dispatch
+        for T, x in inputs.items():
+            fns = {}
+            for name, h in contenders:
+                lo, la = layers[h]
+                fns[name, h] = {
+                    "loop": partial(lo, x),
+                    "batched": partial(la, x),
+                    "fused": partial(la, x, need_weights=False),
+                }[name]
+            if T == short:  # the Accounting's parts
+                fns["small"] = partial(_projections, loop, x)
+                fns["large"] = partial(layer.qkv, x)
+                fns["add"] = partial(torch.add, one, one)
+            if T == long:  # the softmax over the scores, as the layer's
+                for h, s in scores.items():
+                    fns["softmax", h] = partial(torch.softmax, s, dim=-1)
+            times[T] = time_interleaved(fns.values(), repeats, min_run_time)
+            columns[T] = list(fns)
+        account = _accounting(
+            times[short], columns[short], inputs[short], loop, layer, seed
+        )
+
+    def ratio(T, a, b):
+        return paired_ratio(
+            times[T], columns[T].index(a), columns[T].index(b), seed
+        )
+
+    def per_length(a, b):
+        return {T: ratio(T, a, b) for T in lengths}
+
+    soft = {
+        h: times[long][:, columns[long].index(("softmax", h))] for h in scores
+    }
+    return HeadCosts(
+        width=width,
+        head_counts=head_counts,
+        lengths=lengths,
+        repeats=repeats,
+        machine=machine(),
+        params=params,
+        flops=flops,
+        peak=peak,
+        ops=ops,
+        contenders=contenders,
+        times={T: t[:, : len(contenders)] for T, t in times.items()},
+        batched_loop=per_length(("batched", most), ("loop", most)),
+        fused_batched=per_length(("fused", most), ("batched", most)),
+        loop_heads=per_length(("loop", most), ("loop", few)),
+        batched_heads=per_length(("batched", most), ("batched", few)),
+        softmax={h: t.quantile(0.5).item() for h, t in soft.items()},
+        softmax_heads=ratio(long, ("softmax", most), ("softmax", few)),
+        accounting=account,
+    )

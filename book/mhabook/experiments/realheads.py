@@ -4,6 +4,8 @@ Shapes: L layers, h heads, T tokens. `attention` is the (L, h, T, T) stack
 of one example's attention weights.
 """
 
+from dataclasses import dataclass
+
 import torch
 
 from .embedding import load_lines
@@ -716,3 +718,382 @@ def share_on(examples, word):
             for ex in examples
         ]
     ).mean(0)
+
+
+# --- testing_heads: every measurement of the page, in one call -------------
+# Claim 2 is tested on the held-out (odd) pairs in three ways, each a
+# per-pair number with a 95% bootstrap interval of its mean: the score (the
+# smallest of the three lifts, above 1 when every target gets more than an
+# even share); two contrasts that ask the claim's own question (does a
+# target get more from its own sentence's "flies" than from the other
+# "flies"?); and rivals (does a target beat other content words?).
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A mean over held-out pairs, with a 95% bootstrap interval."""
+
+    values: torch.Tensor  # (N,): one number per pair
+    low: float
+    high: float
+
+    @classmethod
+    def of(cls, values, seed=0):
+        values = torch.as_tensor(values, dtype=torch.float32)
+        return cls(values, *mean_interval(values, seed=seed))
+
+    @property
+    def mean(self):
+        return float(self.values.mean())
+
+    def count_above(self, bar):
+        """How many pairs are above `bar`."""
+        return int((self.values > bar).sum())
+
+
+def flies_measures(example, layer, head):
+    """(5,): what one claim-2 pair says about one head, as lifts.
+
+    0. the score: the smallest of the three targets' lifts (`lifts`);
+    1. contrast A: the lift "flies" in A gives A's target, minus the lift
+       "flies" in B gives that same word;
+    2. contrast B: for each of B's two targets, the lift from "flies" in B
+       minus the lift from "flies" in A; the smaller of the two;
+    3. rival A: A's target minus the stronger of two rivals, A's subject
+       (the token before "flies") and B's first target;
+    4. rival B: B's weaker target minus B's verb, "like".
+    Both "flies" are in one input of T tokens, so a difference of lifts is
+    T times a difference of weights.
+    """
+    row = example["attention"][layer, head]  # (T, T)
+    T = row.shape[-1]
+    f_a, f_b = example["flies"]
+    target_a, *targets_b = example["targets"]
+
+    def lift(query, key):
+        return row[query, key] * T
+
+    b_lifts = torch.stack([lift(f_b, t) for t in targets_b])
+    return torch.stack(
+        [
+            torch.min(lift(f_a, target_a), b_lifts.min()),
+            lift(f_a, target_a) - lift(f_b, target_a),
+            min(lift(f_b, t) - lift(f_a, t) for t in targets_b),
+            lift(f_a, target_a)
+            - torch.max(lift(f_a, f_a - 1), lift(f_a, targets_b[0])),
+            b_lifts.min() - lift(f_b, example["like_b"]),
+        ]
+    )
+
+
+@dataclass(frozen=True)
+class FliesTest:
+    """One head on the held-out claim-2 pairs (`flies_measures`)."""
+
+    layer: int
+    head: int
+    chosen: float  # its mean score on the even pairs
+    score: Estimate  # the smallest of the three lifts; 1 is an even share
+    contrast_a: Estimate  # A's target: from "flies" in A minus from B's
+    contrast_b: Estimate  # B's targets: from "flies" in B minus from A's
+    rival_a: Estimate  # A's target minus its stronger rival
+    rival_b: Estimate  # B's weaker target minus "like"
+
+    @property
+    def pattern_margins(self):
+        """Above 0 each when the source's pattern holds, held out: the
+        score's interval above 1, both contrasts' intervals above 0."""
+        return [self.score.low - 1, self.contrast_a.low, self.contrast_b.low]
+
+    @property
+    def rows(self):
+        """(5, 3): mean, low, high of score - 1 and the four differences."""
+        out = [[e.mean, e.low, e.high] for e in self.estimates]
+        out[0] = [v - 1 for v in out[0]]
+        return torch.tensor(out)
+
+    @property
+    def estimates(self):
+        return [
+            self.score,
+            self.contrast_a,
+            self.contrast_b,
+            self.rival_a,
+            self.rival_b,
+        ]
+
+
+def flies_scores(flies):
+    """(N, L, h): every head's score on each pair, its smallest lift."""
+    return torch.stack(
+        [lifts(ex, ex["targets"]).min(0).values for ex in flies]
+    )
+
+
+def flies_test(flies, layer=None, head=None, first=0, seed=0):
+    """A `FliesTest` of the head chosen on the even pairs among layers
+    `first` and up (or of the given `layer`, `head`), on the odd pairs."""
+    if len(flies) < 4:
+        raise ValueError(
+            f"claim 2 needs at least 4 pairs (2 to choose a head, 2 to test "
+            f"it); got {len(flies)}: add rows to the set"
+        )
+    even_scores = flies_scores(flies)[0::2].mean(0)  # (L, h)
+    if layer is None:
+        layer, head = best_head(even_scores[first:])
+        layer += first
+    measures = torch.stack(
+        [flies_measures(ex, layer, head) for ex in flies[1::2]]
+    )  # (odd pairs, 5)
+    return FliesTest(
+        layer,
+        head,
+        float(even_scores[layer, head]),
+        *(Estimate.of(m, seed) for m in measures.T),
+    )
+
+
+def same_sense_examples(model, tokenizer, rows, set_name=None):
+    """Claim-2 pairs whose sentence B repeats sentence A, so that both
+    "flies" are verbs: targets A's target in A and, in B, the token before
+    "flies" and A's target (where the real B has its two targets)."""
+    texts = [r[0] for r in rows]
+    examples = run_examples(model, tokenizer, texts, texts, set_name)
+    for ex, row in zip(examples, rows):
+
+        def at(word, segment, ex=ex):
+            return position(ex, word, segment, set_name)
+
+        ex["flies"] = at("flies", 0), at("flies", 1)
+        ex["targets"] = [
+            at(row[1], 0),
+            ex["flies"][1] - 1,
+            at(row[1], 1),
+        ]
+        ex["like_b"] = at("like", 1)
+    return examples
+
+
+@dataclass(frozen=True)
+class ClaimOne:
+    """Claim 1: attention stays within the sentence (`claim1_test`)."""
+
+    ratio_choose: torch.Tensor  # (L, h) own/other at equal offset, even
+    ratio_confirm: torch.Tensor  # (L, h) the same on the odd pairs
+    ratio_all: torch.Tensor  # (L, h) on all pairs
+    typical: float  # geometric mean of the heads' ratios, all pairs
+    low: float  # its 95% bootstrap interval
+    high: float
+    replicated: int  # heads above 1, even; odd-pair interval above 1
+    reversed: int  # heads below 1, even; odd-pair interval below 1
+    candidates: int  # heads above 1 on the even pairs
+    both_halves: int  # heads above 1 on both halves
+    halves_r: float  # correlation of the halves' log ratios over heads
+    halves_bar: float  # what it reaches by chance 5% of the time
+    within: float  # raw share of word-to-word attention in own sentence
+    over_half: int  # heads whose raw share is above one half
+    cls_share: float  # attention on [CLS], all heads and queries
+    sep_share: float  # and on [SEP]
+    best: tuple  # (layer, head) with the largest even-pair ratio
+    best_confirm_low: float  # its odd-pair interval's low end
+    n_heads: int
+
+
+def claim_one(pairs, seed=0):
+    """A `ClaimOne` from the sentence pairs."""
+    c1 = claim1_test(pairs, seed=seed)
+    ratio_all = c1["ratio_all"]
+    best = best_head(c1["ratio_choose"])
+    return ClaimOne(
+        ratio_choose=c1["ratio_choose"],
+        ratio_confirm=c1["ratio_confirm"],
+        ratio_all=ratio_all,
+        typical=float(ratio_all.log().mean().exp()),
+        low=float(c1["low"]),
+        high=float(c1["high"]),
+        replicated=int(c1["replicated"].sum()),
+        reversed=int(c1["reversed"].sum()),
+        candidates=int((c1["ratio_choose"] > 1).sum()),
+        both_halves=int(
+            ((c1["ratio_choose"] > 1) & (c1["ratio_confirm"] > 1)).sum()
+        ),
+        halves_r=float(c1["halves_r"]),
+        halves_bar=correlation_bar(ratio_all.numel()),
+        within=float(c1["within"].mean()),
+        over_half=int((c1["within"].mean(0) > 0.5).sum()),
+        cls_share=float(share_on(pairs, "[CLS]").mean()),
+        sep_share=float(share_on(pairs, "[SEP]").mean()),
+        best=best,
+        best_confirm_low=float(c1["confirm_low"][best]),
+        n_heads=ratio_all.numel(),
+    )
+
+
+@dataclass(frozen=True)
+class ClaimTwo:
+    """Claim 2: "flies" attends to "arrow" in A, "fruit" and "banana" in
+    B. Heads chosen on the even pairs, tested on the odd ones."""
+
+    even_scores: torch.Tensor  # (L, h) every head's score, even pairs
+    best: FliesTest  # the best head of all layers
+    upper: FliesTest  # the best head of layers 1 and up
+    same_sense: FliesTest  # `best`, on pairs whose B repeats A
+    # the weak check, random targets' 95% points (`random_target_bars`):
+    # (best head of the searched layers on the even pairs, the chosen head
+    # on the odd pairs), for `best` and for `upper`
+    null_best: tuple
+    null_upper: tuple
+    source_tokens: list  # the source's pair (the set's first row)
+    source_rows: torch.Tensor  # (2, T) `best`'s rows of "flies" in A, B
+    source_targets: list  # positions of the pair's three targets
+    source_top: list  # the two words "flies" in A weights most
+    source_top_sides: list  # the sentence of each, "A" or "B"
+    n_choose: int
+    n_confirm: int
+
+
+def random_target_bars(flies, test, first, draws, generator):
+    """(even, odd): the 95% points of random targets' scores for the best
+    head of layers `first` and up (even pairs), and for `test`'s head
+    (odd pairs): the weak check of `claim2_null`."""
+    even = claim2_null(flies[0::2], draws, generator)[:, first:]
+    odd = claim2_null(flies[1::2], draws, generator)[:, test.layer, test.head]
+    return (
+        float(even.flatten(1).max(-1).values.quantile(0.95)),
+        float(odd.quantile(0.95)),
+    )
+
+
+def claim_two(flies, same_sense, draws=1000, seed=0):
+    """A `ClaimTwo` from the claim-2 pairs and their same-sense twins."""
+    generator = torch.Generator().manual_seed(seed)
+    first = first_searched_layer(flies[0]["attention"].shape[0])
+    best = flies_test(flies, seed=seed)
+    upper = flies_test(flies, first=first, seed=seed)
+    null_upper = random_target_bars(flies, upper, first, draws, generator)
+    source = flies[0]
+    rows = source["attention"][best.layer, best.head, list(source["flies"])]
+    words = rows[0].masked_fill(~is_word(source), -1.0)
+    top = words.argsort(descending=True)[:2].tolist()
+    return ClaimTwo(
+        even_scores=flies_scores(flies)[0::2].mean(0),
+        best=best,
+        upper=upper,
+        same_sense=flies_test(same_sense, best.layer, best.head, seed=seed),
+        null_best=random_target_bars(flies, best, 0, draws, generator),
+        null_upper=null_upper,
+        source_tokens=source["tokens"],
+        source_rows=rows,
+        source_targets=list(source["targets"]),
+        source_top=[source["tokens"][i] for i in top],
+        source_top_sides=["AB"[int(source["segments"][i])] for i in top],
+        n_choose=len(flies[0::2]),
+        n_confirm=len(flies[1::2]),
+    )
+
+
+def power_curve(p, n_sentences, target=0.8, most=32, sims=2000, seed=0):
+    """(sizes, powers): `detection_power` of a head right with chance `p`
+    on 1, 2, 3, ... times `n_sentences` held-out sentences, up to the
+    first size whose power reaches `target` (or `most` times); `sims`
+    simulated heads each."""
+    sizes, powers = [], []
+    for times in range(1, most + 1):
+        sizes.append(times * n_sentences)
+        powers.append(detection_power(p, sizes[-1], sims=sims, seed=seed))
+        if powers[-1] >= target:
+            break
+    return sizes, powers
+
+
+@dataclass(frozen=True)
+class Pronouns:
+    """Does a head find the pronoun's referent, and what could the test
+    find? (`pronoun_test`, `detection_power`)"""
+
+    accuracy: torch.Tensor  # (L, h) share right on the even twins
+    held_out: torch.Tensor  # (L, h) on the odd twins
+    tied: list  # [(layer, head), ...] the best on the even twins
+    bar_choose: float  # best head's 95% point under twin swaps, even
+    bar_confirm: torch.Tensor  # (L, h) each head's own bar, odd
+    margin: float  # the best of `tied`: held out minus its bar
+    majority: float  # always answering with the commoner position
+    near_half: int  # heads within one sentence of 50%, even twins
+    n_choose: int
+    n_confirm: int
+    clark: float  # the rate of Clark et al.'s head: 0.65
+    power: float  # against a head right `clark` of the time, held out
+    sizes: list  # held-out sentences tried, in whole multiples
+    powers: list  # the power at each
+    detectable: float  # the lowest rate found 80% of the time, held out
+
+    @property
+    def needed(self):
+        """Held-out sentences for 80% power at `clark` (the last size)."""
+        return self.sizes[-1]
+
+
+def pronouns_result(pronouns, clark=0.65, draws=1000, sims=2000, seed=0):
+    """A `Pronouns` from the Winograd twins; `sims` simulated heads for
+    each power."""
+    pt = pronoun_test(pronouns, draws=draws, seed=seed)
+    n = pt["n_confirm"]
+    sizes, powers = power_curve(clark, n, sims=sims, seed=seed)
+    rates = [0.7, 0.75, 0.8, 0.85, 0.9, 0.95, 1.0]
+    detectable = next(
+        (p for p in rates if detection_power(p, n, sims, seed=seed) >= 0.8),
+        1.0,
+    )
+    accuracy = pt["accuracy"]
+    return Pronouns(
+        accuracy=accuracy,
+        held_out=pt["held_out"],
+        tied=[tuple(t) for t in pt["tied"]],
+        bar_choose=float(pt["bar_choose"]),
+        bar_confirm=pt["bar_confirm"],
+        margin=float(pt["margin"]),
+        majority=float(pt["majority"]),
+        near_half=int(((accuracy - 0.5).abs() <= 1 / pt["n_choose"]).sum()),
+        n_choose=pt["n_choose"],
+        n_confirm=n,
+        clark=clark,
+        power=powers[0],
+        sizes=sizes,
+        powers=powers,
+        detectable=detectable,
+    )
+
+
+@dataclass(frozen=True)
+class TestingHeads:
+    """Everything the page testing_heads states, from one call."""
+
+    n_pairs: int  # book/data/claim1_pairs.tsv
+    n_flies: int  # book/data/flies_pairs.tsv
+    n_pronouns: int  # book/data/coreference.tsv
+    claim1: ClaimOne
+    claim2: ClaimTwo
+    pronouns: Pronouns
+    by_weight: torch.Tensor  # (L,) share on [CLS] and [SEP], by weight
+    by_norm: torch.Tensor  # (L,) and by the size of what links move
+
+
+def testing_results(model, tokenizer, draws=1000, sims=2000, seed=0):
+    """`TestingHeads`: the three sets of book/data/ run through `model`,
+    and every test the page testing_heads reports. draws: resamples of
+    each null; sims: simulated heads for each power."""
+    pairs, flies, pronouns = load_sets(model, tokenizer)
+    same_sense = same_sense_examples(
+        model, tokenizer, load_table(SETS["flies"]), set_path("flies")
+    )
+    by_weight, by_norm = special_shares(model, pairs)
+    return TestingHeads(
+        n_pairs=len(pairs),
+        n_flies=len(flies),
+        n_pronouns=len(pronouns),
+        claim1=claim_one(pairs, seed=seed),
+        claim2=claim_two(flies, same_sense, draws=draws, seed=seed),
+        pronouns=pronouns_result(pronouns, draws=draws, sims=sims, seed=seed),
+        by_weight=by_weight,
+        by_norm=by_norm,
+    )

@@ -1,31 +1,46 @@
-"""The bookkeeping of "Sharing keys and values": the references the
-grouped layer is checked against, the timing harness, the tables and the
-figures. The layer itself is in gqa.py, taught in `# @save` cells.
+"""Every number "Sharing keys and values" states, from one call:
+`sharing_results` returns a SharingKV record. Its parts: the checks of
+the grouped layer against three references and of decoding with a KV
+cache against the full pass (`Checks`), the time a decoding step takes
+with and without the cache (`Timing`), the cache's memory (`Memory`), and
+what sharing does to a loaded BERT (`grouped_bert.Conversion`). The
+figures and tables are drawn in mhabook/views/sharing.py.
 
 Shape letters: B batch, T tokens, C hidden size, h query heads, g key/value
 heads, d_k = C // h, S tokens so far, L layers.
 """
 
-import time
+from dataclasses import dataclass
+from functools import partial
 
-import numpy as np
 import torch
 import torch.nn.functional as F
-from IPython.display import Markdown
-from matplotlib import pyplot as plt
-from torch.utils.flop_counter import FlopCounterMode
 from transformers import LlamaConfig
 from transformers.models.llama.modeling_llama import LlamaAttention
 
-from ..layers.all_heads import causal_mask
+from ..layers.all_heads import BatchedMultiHeadAttention, causal_mask
+from ..layers.sharing_kv import (
+    GroupedAttentionConfig,
+    GroupedQueryAttention,
+    KVCache,
+    grouped_from_batched,
+    grouped_from_llama,
+)
+from . import grouped_bert
+from .costs import PairedRatio, paired_ratio, time_interleaved
+from .grouped_bert import mean_interval  # noqa: F401  (for the page)
 
 # The references
 
 
 def gap(a, b):
-    """The largest difference between a and b, after asserting that they
+    """The largest difference between a and b, after checking that they
     are equal to within 1e-5."""
-    assert torch.allclose(a, b, rtol=1e-5, atol=1e-5)
+    if not torch.allclose(a, b, rtol=1e-5, atol=1e-5):
+        raise AssertionError(
+            f"the grouped layer and its reference differ by "
+            f"{(a - b).abs().max().item():.1e}, more than 1e-5"
+        )
     return (a - b).abs().max().item()
 
 
@@ -67,175 +82,256 @@ def llama_output(llama, x, is_causal):
     return llama(x, position_embeddings=(cos, sin), attention_mask=mask)
 
 
+@dataclass(frozen=True)
+class Checks:
+    """The grouped layer against three references, and decoding with a
+    cache against the full causal pass: the largest differences."""
+
+    pairs: tuple  # the (h, g) checked, each with and without a causal mask
+    largest: dict  # reference -> largest difference over its checks
+    counts: dict  # reference -> how many tensors were compared
+    decode_kv_heads: tuple  # the g decoded with a cache (h = 8)
+    decode_steps: int  # tokens decoded one at a time
+    decode_gap: float  # largest difference, decoded vs full pass
+
+    @property
+    def largest_gap(self):
+        return max(self.largest.values())
+
+
+def check_references(pairs, head_dim=8, tokens=7, seed=0):
+    """Checks of GroupedQueryAttention: equal to BatchedMultiHeadAttention
+    when g = h, to PyTorch's fused kernel with enable_gqa=True and to
+    Llama's attention for every (h, g) in pairs, with and without a
+    causal mask; and, for g = h, h / 4 and 1 with h = 8, decoding token by
+    token with a KVCache equal to the full pass under a causal mask."""
+    torch.manual_seed(seed)
+    gaps = {"multi-head (g = h)": [], "fused, enable_gqa": [], "Llama": []}
+    with torch.no_grad():
+        for h, g in pairs:
+            llama = random_llama(head_dim * h, h, g)
+            layer = grouped_from_llama(llama)
+            mha = BatchedMultiHeadAttention(llama.config)
+            x = torch.randn(2, tokens, head_dim * h)
+            for mask in (None, causal_mask(tokens)):
+                causal = mask is not None
+                out, weights = layer(x, mask)
+                ref, ref_weights = llama_output(llama, x, causal)
+                gaps["Llama"] += [gap(out, ref), gap(weights, ref_weights)]
+                fused = fused_output(layer, x, causal)
+                gaps["fused, enable_gqa"].append(gap(out, fused))
+                if g == h:
+                    both = zip(
+                        grouped_from_batched(mha)(x, mask), mha(x, mask)
+                    )
+                    gaps["multi-head (g = h)"] += [gap(a, b) for a, b in both]
+        kv_heads, steps = (8, 2, 1), 12
+        x = torch.randn(2, steps, 8 * head_dim)
+        decode = []
+        for g in kv_heads:
+            layer = GroupedQueryAttention(
+                GroupedAttentionConfig(8 * head_dim, 8, g)
+            )
+            full, _ = layer(x, causal_mask(steps))  # (B, T, C)
+            cache = KVCache(2, g, max_tokens=steps, head_dim=head_dim)
+            out = [
+                layer(x[:, t : t + 1], cache=cache)[0] for t in range(steps)
+            ]
+            decode.append(gap(torch.cat(out, dim=1), full))
+    return Checks(
+        pairs=tuple(pairs),
+        largest={name: max(v) for name, v in gaps.items() if v},
+        counts={name: len(v) for name, v in gaps.items() if v},
+        decode_kv_heads=kv_heads,
+        decode_steps=steps,
+        decode_gap=max(decode),
+    )
+
+
 # Timing
 
 
-def cpu_seconds(step, length, calls):
-    """The CPU time of this thread for step(length): the least disturbed
-    of `calls` calls, after one warm-up call."""
-    step(length)  # warm-up
-    times = []
-    for _ in range(calls):
-        start = time.thread_time()
-        step(length)
-        times.append(time.thread_time() - start)
-    return min(times)
+@dataclass(frozen=True)
+class Timing:
+    """Seconds per decoding step of one GroupedQueryAttention layer, with
+    and without a KV cache, at S tokens so far. Each time is the median
+    of a timer's calls; the repeats are interleaved (time_interleaved), so
+    ratios are paired within a repeat (paired_ratio: a median and its 95%
+    bootstrap interval)."""
+
+    width: int
+    num_heads: int
+    num_kv_heads: int
+    lengths: tuple  # S, shortest first
+    repeats: int
+    min_run_time: float  # seconds of calls behind each time
+    without: torch.Tensor  # (repeats, len(lengths)): all S tokens again
+    cached: torch.Tensor  # (repeats, len(lengths)): one token, S cached
+    fixed: torch.Tensor  # (repeats,): a cached step at S = 1, nothing cached
+    speedup: PairedRatio  # without / cached, at the longest S
+    growth_without: PairedRatio  # without, longest S / half of it
+    over_fixed: tuple  # per S: PairedRatio, cached step / fixed part
+
+    @property
+    def half(self):
+        """The length the longest one is compared with: half of it."""
+        return self.lengths[-1] // 2
 
 
-def time_steps(steps, lengths, rounds=5):
-    """{name: (rounds, len(lengths)) array of seconds} for steps =
-    {name: (step, calls)}, on one thread, the rounds one after another.
+def decoding_steps(width, num_heads, num_kv_heads, max_tokens, seed=0):
+    """(step_without, step_with): the step that produces token S, without
+    a cache (the layer runs on all S tokens again, under a causal mask)
+    and with one (token S against the S - 1 cached ones)."""
+    torch.manual_seed(seed)
+    config = GroupedAttentionConfig(width, num_heads, num_kv_heads)
+    layer = GroupedQueryAttention(config).eval()
+    tokens = torch.randn(1, max_tokens, width)
+    cache = KVCache(1, num_kv_heads, max_tokens, layer.head_dim)
+    with torch.inference_mode():  # fill the cache once
+        layer(tokens[:, : max_tokens - 1], causal_mask(max_tokens - 1), cache)
 
-    PyTorch is limited to one thread while it times, so that time spent
-    waiting for other programs does not count; the thread count it had is
-    put back afterwards, even after an error.
-    """
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    costs = {name: [] for name in steps}
-    try:
-        with torch.inference_mode():
-            for _ in range(rounds):
-                for name, (step, calls) in steps.items():
-                    row = [cpu_seconds(step, S, calls) for S in lengths]
-                    costs[name].append(row)
-    finally:
-        torch.set_num_threads(threads)
-    return {name: np.array(rows) for name, rows in costs.items()}
+    def step_without(S):  # all S tokens again, keep the last output
+        return layer(tokens[:, :S], causal_mask(S))[0][:, -1]
 
+    def step_with(S):  # token S against the S - 1 cached ones
+        cache.length = S - 1  # forget the token this step wrote last time
+        return layer(tokens[:, S - 1 : S], cache=cache)[0]
 
-def step_flops(step, length):
-    """The FLOPs of the matrix products of one call step(length)."""
-    with torch.inference_mode(), FlopCounterMode(display=False) as counter:
-        step(length)
-    return counter.get_total_flops()
+    return step_without, step_with
 
 
-def line_slopes(lengths, rows):
-    """The slope of a straight line fitted to each row (seconds per token)."""
-    return np.array([np.polyfit(lengths, row, 1)[0] for row in rows])
-
-
-def line_fit(lengths, row):
-    """(intercept, slope) of the straight line fitted to one row: the fixed
-    part of a step's cost (seconds) and its cost per token (seconds)."""
-    slope, intercept = np.polyfit(lengths, row, 1)
-    return float(intercept), float(slope)
-
-
-def plot_timing(costs, lengths):
-    """Fig. kv-timing, two panels stacked: the median and range of the
-    rounds without the cache (top, a parabola fitted, in ms) and with it
-    (bottom, a line fitted, in µs)."""
-    fig, axes = plt.subplots(2, 1, figsize=(4.6, 6.2), layout="constrained")
-    grid = np.linspace(0, max(lengths), 100)
-    for ax, name, unit, scale, degree in [
-        (axes[0], "without", "ms", 1e3, 2),
-        (axes[1], "with", "µs", 1e6, 1),
-    ]:
-        t = costs[name] * scale
-        median = np.median(t, axis=0)
-        spread = [median - t.min(0), t.max(0) - median]
-        ax.errorbar(
-            lengths,
-            median,
-            yerr=spread,
-            fmt="o",
-            capsize=3,
-            label=f"median and range of {len(t)} rounds",
+def time_decoding(
+    width=512,
+    num_heads=8,
+    num_kv_heads=2,
+    lengths=(32, 64, 128, 256, 384, 512),
+    repeats=15,
+    min_run_time=0.02,
+):
+    """Timing of decoding steps at each S in lengths (which must hold the
+    longest one's half), interleaved with a cached step at S = 1."""
+    lengths = tuple(sorted(lengths))
+    if lengths[0] < 2 or lengths[-1] // 2 not in lengths or repeats < 2:
+        raise ValueError(
+            f"need lengths of 2 tokens or more that hold half the longest "
+            f"(e.g. 256 and 512), and repeats >= 2; got {lengths}, {repeats}"
         )
-        fit = np.polyval(np.polyfit(lengths, median, degree), grid)
-        ax.plot(grid, fit, label=["", "line", "parabola"][degree] + " fit")
-        ax.set_title(f"{name} the cache")
-        ax.set_xlabel("tokens so far $S$")
-        ax.set_ylabel(f"CPU {unit} per new token")
-        ax.set_ylim(0, 1.35 * float(t.max()))  # room for the legend
-        ax.legend(loc="upper left")
-    return fig
-
-
-# Tables and the real checkpoint
-
-
-def markdown_table(header, rows):
-    """A Markdown table: a header row, then right-aligned number columns."""
-    lines = ["| " + " | ".join(header) + " |"]
-    lines.append("|---|" + "---:|" * (len(header) - 1))
-    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
-    return Markdown("\n".join(lines))
-
-
-def mean_interval(values, draws=1000, seed=0):
-    """(low, high): the 95% bootstrap range of the mean of `values` (N,)."""
-    values = torch.as_tensor(values, dtype=torch.float64)
-    generator = torch.Generator().manual_seed(seed)
-    picks = torch.randint(
-        len(values), (draws, len(values)), generator=generator
+    without, step = decoding_steps(width, num_heads, num_kv_heads, lengths[-1])
+    fns = [partial(without, S) for S in lengths]
+    fns += [partial(step, S) for S in lengths] + [partial(step, 1)]
+    with torch.inference_mode():
+        times = time_interleaved(fns, repeats, min_run_time)
+    n = len(lengths)  # columns: without (n), cached (n), fixed (1)
+    return Timing(
+        width=width,
+        num_heads=num_heads,
+        num_kv_heads=num_kv_heads,
+        lengths=lengths,
+        repeats=repeats,
+        min_run_time=min_run_time,
+        without=times[:, :n],
+        cached=times[:, n : 2 * n],
+        fixed=times[:, 2 * n],
+        speedup=paired_ratio(times, n - 1, 2 * n - 1),
+        growth_without=paired_ratio(
+            times, n - 1, lengths.index(lengths[-1] // 2)
+        ),
+        over_fixed=tuple(paired_ratio(times, n + i, 2 * n) for i in range(n)),
     )
-    means = values[picks].mean(-1)  # (draws,)
-    low, high = means.quantile(0.025).item(), means.quantile(0.975).item()
-    return low, high
 
 
-def even_spread(maps, attention_mask):
-    """Attention maps (L, B, h, T, T) of the same shape in which every real
-    token's row spreads evenly over the sentence's real tokens."""
-    real = attention_mask[:, None, None, :].to(maps.dtype)  # (B, 1, 1, T)
-    even = real / real.sum(-1, keepdim=True)  # (B, 1, 1, T)
-    return even.expand_as(maps[0]).expand_as(maps)  # (L, B, h, T, T)
+# Memory
+
+# layers L, query heads h, key/value heads g, d_k, as each source states
+MODELS = {
+    "BERT-base": (12, 12, 12, 64),
+    "Llama 2 7B": (32, 32, 32, 128),
+    "Llama 3 8B": (32, 32, 8, 128),
+    "Mistral 7B": (32, 32, 8, 128),
+    "Falcon-7B": (32, 71, 1, 64),
+}
 
 
-def plot_conversion(num_heads, shift, to_even, fid, fid_halves, fid_none):
-    """Fig. kv-checkpoint, two panels stacked, each legend below its panel.
-    Top: each layer's attention moved, one line per g, and an even spread
-    dashed. Bottom: the fidelity against g, on all the sentences (a line)
-    and on each half (hollow triangles set beside the line's points), and
-    the fidelity with every head removed dashed. shift, fid, fid_halves:
-    {g: ...} for the g's below h."""
-    fig, axes = plt.subplots(2, 1, figsize=(4.6, 7.6), layout="constrained")
-    kv_counts = list(fid)
-    layers = np.arange(len(to_even))
-    for g in kv_counts:
-        axes[0].plot(layers, shift[g], marker="o", label=f"g = {g}")
-    axes[0].plot(layers, to_even, "k--", label="to an even spread")
-    axes[0].set_xlabel("layer")
-    axes[0].set_ylabel("attention moved\n(total variation)")
-    axes[0].set_xticks(layers)
-    top = max(float(to_even.max()), *(float(s.max()) for s in shift.values()))
-    axes[0].set_ylim(0, 1.05 * top)
-    axes[0].legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=3)
-    ks = [num_heads] + kv_counts
-    axes[1].plot(
-        ks,
-        [1.0] + [fid[g] for g in kv_counts],
-        marker="o",
-        label="all sentences",
-        zorder=3,
+def kv_cache_bytes(layers, kv_heads, head_dim, tokens, bytes_per_number=2):
+    """2 L g d_k S b: keys and values of every layer for S tokens."""
+    return 2 * layers * kv_heads * head_dim * tokens * bytes_per_number
+
+
+def attention_parameters(hidden_size, num_heads, num_kv_heads):
+    """The parameters of one GroupedQueryAttention layer."""
+    config = GroupedAttentionConfig(hidden_size, num_heads, num_kv_heads)
+    layer = GroupedQueryAttention(config)
+    return sum(p.numel() for p in layer.parameters())
+
+
+@dataclass(frozen=True)
+class Memory:
+    """The KV cache of one sequence in 16-bit numbers, for MODELS."""
+
+    models: dict  # name -> (L, h, g, d_k)
+    tokens: int  # the sequence length of `gib`
+    kib_per_token: dict  # name -> KiB per token, all layers
+    gib: dict  # name -> GiB at `tokens` tokens
+    llama_ratio: float  # Llama 2 7B's cache / Llama 3 8B's
+    params_mqa_share: float  # MQA's parameters / MHA's, BERT-base's width
+    mqa_cache_ratio: int  # MHA's cache / MQA's, BERT-base's h
+    mistral_window_mib: float  # Mistral 7B's cache, 4,096 tokens (window)
+
+
+def memory(models=MODELS, tokens=32768):
+    """Memory of the cache for `models`, and what sharing keeps of an
+    attention layer's parameters at BERT-base's shape."""
+    L, h, _, d_k = models["BERT-base"]
+    mistral = [models["Mistral 7B"][i] for i in (0, 2, 3)]  # L, g, d_k
+    return Memory(
+        models=dict(models),
+        tokens=tokens,
+        kib_per_token={
+            name: kv_cache_bytes(L, g, d, 1) / 2**10
+            for name, (L, _, g, d) in models.items()
+        },
+        gib={
+            name: kv_cache_bytes(L, g, d, tokens) / 2**30
+            for name, (L, _, g, d) in models.items()
+        },
+        llama_ratio=models["Llama 2 7B"][2] / models["Llama 3 8B"][2],
+        params_mqa_share=attention_parameters(h * d_k, h, 1)
+        / attention_parameters(h * d_k, h, h),
+        mqa_cache_ratio=kv_cache_bytes(1, h, d_k, 1)
+        // kv_cache_bytes(1, 1, d_k, 1),
+        mistral_window_mib=kv_cache_bytes(*mistral, 4096) / 2**20,
     )
-    for half, style, step in zip((0, 1), ("^", "v"), (-0.15, 0.15)):
-        axes[1].plot(
-            [g * 2**step for g in kv_counts],  # beside the line's points
-            [fid_halves[g][half] for g in kv_counts],
-            style,
-            markersize=8,
-            markerfacecolor="none",
-            color="grey",
-            label=f"half {half + 1} of them",
-            zorder=2,
-        )
-    axes[1].axhline(fid_none, color="k", ls="--", label="every head removed")
-    axes[1].set_xscale("log", base=2)
-    axes[1].set_xticks(ks, [str(k) for k in ks])
-    axes[1].minorticks_off()
-    axes[1].set_xlim(num_heads * 2**0.4, min(kv_counts) * 2**-0.4)  # inverted
-    axes[1].set_xlabel("key/value heads $g$ per layer")
-    axes[1].set_ylabel("fidelity\n(mean cosine to the original)")
-    low = min(fid_none, *fid.values())  # zoom in on what the lines span
-    axes[1].set_ylim(low - 0.1 * (1 - low), 1 + 0.05 * (1 - low))
-    axes[1].legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2)
-    return fig
 
 
-def medians(rows):
-    """The median over the rounds (axis 0) of a (rounds, lengths) array."""
-    return np.median(rows, axis=0)
+# The page's one call
+
+
+@dataclass(frozen=True)
+class SharingKV:
+    """Every number "Sharing keys and values" states."""
+
+    checks: Checks
+    timing: Timing
+    memory: Memory
+    conversion: grouped_bert.Conversion
+
+
+def sharing_results(
+    model,
+    tokenizer,
+    sentences,
+    pairs=((8, 8), (8, 4), (8, 2), (8, 1), (12, 3), (12, 12)),
+    timing=None,
+    probe_size=40,
+):
+    """SharingKV: the checks, the timing (time_decoding's keyword
+    arguments in `timing`, its defaults if None), the memory, and the
+    conversion of `model` measured on `sentences`."""
+    return SharingKV(
+        checks=check_references(pairs),
+        timing=time_decoding(**(timing or {})),
+        memory=memory(),
+        conversion=grouped_bert.conversion(
+            model, tokenizer, sentences, probe_size
+        ),
+    )

@@ -30,8 +30,8 @@ def group_size_for(num_heads, num_kv_heads):
         fits = [g for g in range(1, num_heads + 1) if num_heads % g == 0]
         raise ValueError(
             f"{num_heads} query heads cannot share {num_kv_heads} key/value "
-            f"heads in equal groups: num_key_value_heads must divide "
-            f"num_attention_heads. Use one of {fits}."
+            f"heads in equal groups: g = num_key_value_heads must divide "
+            f"h = num_attention_heads. Use one of {fits}."
         )
     return num_heads // num_kv_heads
 
@@ -118,26 +118,20 @@ def grouped_from_batched(batched):
 
 
 class KVCache:
-    """One layer's keys and values of every token so far, for decoding.
-
-    Room for T_max = max_tokens is set aside once; each call writes the
-    new keys and values after the old ones, which are never computed again.
-    """
+    """One layer's keys and values of every token so far, for decoding."""
 
     def __init__(self, batch, num_kv_heads, max_tokens, head_dim):
-        shape = (batch, num_kv_heads, max_tokens, head_dim)
+        shape = (batch, num_kv_heads, max_tokens, head_dim)  # room, once
         self.keys = torch.zeros(shape)  # (B, g, T_max, d_k)
         self.values = torch.zeros(shape)  # (B, g, T_max, d_k)
         self.length = 0  # tokens stored so far
 
     def append(self, K, V, mask=None):
-        """Store K, V (B, g, T, d_k). Return every key and value so far,
-        2 x (B, g, S, d_k), and the mask (B, 1, T, S) that lets the T new
-        tokens see all the cached ones too (None stays None)."""
+        """Store K, V (B, g, T, d_k); return every key and value so far,
+        2 x (B, g, S, d_k), and the mask widened to them, (B, 1, T, S)."""
         start, end = self.length, self.length + K.shape[2]
         check_fits(self.keys.shape, start, K, V)  # else says what fits
-        self.keys[:, :, start:end] = K
-        self.values[:, :, start:end] = V
+        self.keys[:, :, start:end], self.values[:, :, start:end] = K, V
         self.length = end
         if mask is not None:  # every cached key is in the new tokens' past
             seen = mask.new_ones(*mask.shape[:-1], start)  # (B, 1, T, start)

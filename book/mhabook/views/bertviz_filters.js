@@ -1,5 +1,5 @@
 /* Cut BertViz's four sentence filters from its "All" view, in the page
- * (mhabook/bertviz_view.py pastes this before BertViz's own script). */
+ * (mhabook/views/bertviz_view.py pastes this before BertViz's own script). */
 function mhaCutFilters(params, b) {
   const all = params.attention[0];
   const T = all.left_text.length;

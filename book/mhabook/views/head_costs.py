@@ -1,0 +1,143 @@
+"""The figure and tables of "What heads cost", drawn from its HeadCosts
+record (mhabook.experiments.costs.head_costs_results)."""
+
+from IPython.display import Markdown
+from matplotlib import pyplot as plt
+
+NAMES = ("loop", "batched", "fused")
+
+
+def timing_figure(record, names=NAMES):
+    """Median ms per call against heads, one panel per length, stacked;
+    bars span the fastest and the slowest repeat. The legend sits above
+    the top panel."""
+    lengths, heads = record.lengths, record.head_counts
+    fig, axes = plt.subplots(
+        len(lengths),
+        1,
+        figsize=(4.6, 2.7 * len(lengths) + 0.5),
+        layout="constrained",
+        squeeze=False,
+    )
+    axes = axes[:, 0]
+    for ax, T in zip(axes, lengths):
+        for name in names:
+            runs = [
+                record.times[T][:, record.contenders.index((name, h))] * 1e3
+                for h in heads
+            ]
+            mid = [r.median().item() for r in runs]
+            low = [m - r.min().item() for m, r in zip(mid, runs)]
+            high = [r.max().item() - m for m, r in zip(mid, runs)]
+            ax.errorbar(
+                heads, mid, yerr=[low, high], marker="o", capsize=3, label=name
+            )
+        ax.set_title(f"one sequence of {T} tokens")
+        ax.set_xlabel("heads $h$")
+        ax.set_xticks(heads)
+        ax.set_ylim(bottom=0)
+        ax.set_ylabel("ms per forward pass")
+    fig.legend(
+        *axes[0].get_legend_handles_labels(),
+        loc="outside upper center",
+        ncols=len(names),
+    )
+    return fig
+
+
+def _table(header, rows):
+    lines = ["| " + " | ".join(header) + " |"]
+    lines.append("|:--|" + "--:|" * (len(header) - 1))
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return Markdown("\n".join(lines))
+
+
+def peak_table(record, names=NAMES):
+    """Peak MiB of each layer (rows) at each head count (columns), at the
+    longest length, under a row of one (1, h, T, T) score tensor's MiB."""
+    heads = record.head_counts
+    rows = [
+        [f"{name}"] + [f"{record.peak[name, h]:.2f}" for h in heads]
+        for name in names
+    ]
+    scores = [f"{record.score_mib(h):.2f}" for h in heads]
+    rows.append(["one $(1, h, T, T)$ score tensor"] + scores)
+    header = [f"MiB at $T$ = {record.lengths[-1]}"]
+    return _table(header + [f"$h$ = {h}" for h in heads], rows)
+
+
+def accounting_table(accounting):
+    """The Accounting as rows of median ms and 95% intervals; the last
+    three rows' medians add up to the first's."""
+    a = accounting
+    rows = [
+        ("the loop's extra time (loop − batched)", a.gap),
+        (
+            f"its {3 * a.num_heads} one-head projections − the one "
+            "batched projection",
+            a.products,
+        ),
+        (
+            f"dispatching its {a.other_ops} other extra operations, at "
+            f"{a.per_op * 1e6:.1f} µs each",
+            a.dispatch,
+        ),
+        ("the rest", a.rest),
+    ]
+    return _table(
+        [
+            f"$T$ = {a.num_tokens}, $h$ = {a.num_heads}",
+            "median ms",
+            "95% interval",
+        ],
+        [
+            [
+                name,
+                f"{t.median * 1e3:+.3f}",
+                f"{t.low * 1e3:+.3f} to {t.high * 1e3:+.3f}",
+            ]
+            for name, t in rows
+        ],
+    )
+
+
+def interval_text(ratio):
+    """'0.82 to 0.99': a PairedRatio's 95% interval at 2 decimals; an end
+    at 4 where 2 would round it to 1.00 while it is not 1 (its side of 1
+    decides what the text says)."""
+
+    def fmt(x):
+        return f"{x:.2f}" if x == 1 or f"{x:.2f}" != "1.00" else f"{x:.4f}"
+
+    return f"{fmt(ratio.low)} to {fmt(ratio.high)}"
+
+
+def ratio_text(ratio):
+    """'0.86 (0.82 to 0.99)': a PairedRatio's median and interval."""
+    return f"{ratio.median:.2f} ({interval_text(ratio)})"
+
+
+def comparisons_table(record):
+    """Each paired ratio of the record (rows) at each length (columns),
+    with its 95% interval, at the most and the fewest heads."""
+    few, most = record.head_counts[0], record.head_counts[-1]
+    rows = [
+        (f"batched layer over the loop, $h$ = {most}", record.batched_loop),
+        (
+            f"fused path over the batched layer, $h$ = {most}",
+            record.fused_batched,
+        ),
+        (f"loop, $h$ = {most} over $h$ = {few}", record.loop_heads),
+        (
+            f"batched layer, $h$ = {most} over $h$ = {few}",
+            record.batched_heads,
+        ),
+    ]
+    return _table(
+        ["ratio of times (95% interval)"]
+        + [f"$T$ = {T}" for T in record.lengths],
+        [
+            [name] + [ratio_text(ratios[T]) for T in record.lengths]
+            for name, ratios in rows
+        ],
+    )

@@ -1,0 +1,147 @@
+"""The figures and tables of "Sharing keys and values", drawn from the
+SharingKV record that mhabook.experiments.sharing.sharing_results returns.
+Every function returns its Figure or its Markdown."""
+
+import numpy as np
+from IPython.display import Markdown
+from matplotlib import pyplot as plt
+
+
+def markdown_table(header, rows):
+    """A Markdown table: a header row, then right-aligned number columns."""
+    lines = ["| " + " | ".join(header) + " |"]
+    lines.append("|---|" + "---:|" * (len(header) - 1))
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return Markdown("\n".join(lines))
+
+
+def _median_and_range(ax, lengths, times, scale, label, **style):
+    """Points at the median over the repeats, bars over their range."""
+    t = np.asarray(times) * scale  # (repeats, lengths)
+    median = np.median(t, axis=0)
+    spread = [median - t.min(0), t.max(0) - median]
+    ax.errorbar(
+        lengths, median, yerr=spread, fmt="o-", capsize=3, label=label, **style
+    )
+    return t
+
+
+def plot_timing(timing):
+    """Fig. kv-timing, two panels stacked, one layer's decoding step
+    against S: without the cache (top, ms) and with it (bottom, µs), each
+    the median and range of the repeats. The bottom panel also draws the
+    fixed part (a cached step at S = 1) and twice it: where a step costs
+    more than twice its fixed part, the part that grows is the larger."""
+    fig, (top, bottom) = plt.subplots(
+        2, 1, figsize=(4.6, 6.0), layout="constrained"
+    )
+    lengths, repeats = list(timing.lengths), timing.repeats
+    label = f"median and range of {repeats} repeats"
+    t = _median_and_range(top, lengths, timing.without, 1e3, label)
+    top.set_title("without the cache: all S tokens again")
+    top.set_ylabel("ms per new token")
+    top.set_ylim(0, 1.3 * float(t.max()))  # room for the legend
+    t = _median_and_range(bottom, lengths, timing.cached, 1e6, label)
+    fixed = 1e6 * float(np.median(timing.fixed))
+    bottom.axhline(fixed, color="k", ls="--", label="fixed part (S = 1)")
+    bottom.axhline(2 * fixed, color="k", ls=":", label="twice the fixed part")
+    bottom.set_title("with the cache: one token, S cached")
+    bottom.set_ylabel("µs per new token")
+    bottom.set_ylim(0, 1.45 * max(float(t.max()), 2 * fixed))
+    for ax in (top, bottom):
+        ax.set_xlabel("tokens so far $S$")
+        ax.set_xlim(0, 1.04 * max(lengths))
+        ax.legend(loc="upper left")
+    return fig
+
+
+def growing_table(timing, words):
+    """Tab. kv-fixed: at each S, the cached step (median, µs), the step
+    over its fixed part (the paired ratio's median and 95% interval: above
+    2, the part that grows with S is the larger) and `words[i]`, which
+    says which part is."""
+    rows = []
+    for i, S in enumerate(timing.lengths):
+        step = 1e6 * timing.cached[:, i].median().item()
+        r = timing.over_fixed[i]
+        ratio = f"{r.median:.2f} ({r.low:.2f} to {r.high:.2f})"
+        rows.append([S, f"{step:.0f}", ratio, words[i]])
+    header = ["$S$", "step (µs)", "step ÷ fixed part", "the larger part"]
+    return markdown_table(header, rows)
+
+
+def cache_table(memory):
+    """Tab. kv-models: the heads, the cache per token (KiB, all layers)
+    and per sequence of memory.tokens tokens (GiB), for each model."""
+    rows = [
+        [
+            name,
+            h,
+            g,
+            f"{memory.kib_per_token[name]:,.0f}",
+            f"{memory.gib[name]:.3g}",
+        ]
+        for name, (_, h, g, _) in memory.models.items()
+    ]
+    header = [
+        "model",
+        "$h$",
+        "$g$",
+        "KiB per token",
+        f"GiB at {memory.tokens // 1024}k tokens",
+    ]
+    return markdown_table(header, rows)
+
+
+def plot_conversion(conversion):
+    """Fig. kv-checkpoint, two panels stacked, each legend below its panel.
+    Top: each layer's attention moved, one line per g, and an even spread
+    dashed. Bottom: the fidelity against g, on all the sentences (a line)
+    and on each half (hollow triangles set beside the line's points), and
+    the fidelity with every head removed dashed."""
+    c = conversion
+    fig, axes = plt.subplots(2, 1, figsize=(4.6, 7.6), layout="constrained")
+    kv_counts, num_heads = list(c.kv_counts), c.num_heads
+    layers = np.arange(len(c.to_even))
+    for g in kv_counts:
+        axes[0].plot(layers, c.shift[g], marker="o", label=f"g = {g}")
+    axes[0].plot(layers, c.to_even, "k--", label="to an even spread")
+    axes[0].set_xlabel("layer")
+    axes[0].set_ylabel("attention moved\n(total variation)")
+    axes[0].set_xticks(layers)
+    top = max(
+        float(c.to_even.max()), *(float(s.max()) for s in c.shift.values())
+    )
+    axes[0].set_ylim(0, 1.05 * top)
+    axes[0].legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=3)
+    ks = [num_heads] + kv_counts
+    axes[1].plot(
+        ks,
+        [c.fidelity(g) for g in ks],
+        marker="o",
+        label="all sentences",
+        zorder=3,
+    )
+    for half, style, step in zip((0, 1), ("^", "v"), (-0.15, 0.15)):
+        axes[1].plot(
+            [g * 2**step for g in kv_counts],  # beside the line's points
+            [c.fidelity_half(g, half) for g in kv_counts],
+            style,
+            markersize=8,
+            markerfacecolor="none",
+            color="grey",
+            label=f"half {half + 1} of them",
+            zorder=2,
+        )
+    fid_none = c.fidelity_none
+    axes[1].axhline(fid_none, color="k", ls="--", label="every head removed")
+    axes[1].set_xscale("log", base=2)
+    axes[1].set_xticks(ks, [str(k) for k in ks])
+    axes[1].minorticks_off()
+    axes[1].set_xlim(num_heads * 2**0.4, min(kv_counts) * 2**-0.4)  # inverted
+    axes[1].set_xlabel("key/value heads $g$ per layer")
+    axes[1].set_ylabel("fidelity\n(mean cosine to the original)")
+    low = min(fid_none, *(c.fidelity(g) for g in kv_counts))  # zoom in
+    axes[1].set_ylim(low - 0.1 * (1 - low), 1 + 0.05 * (1 - low))
+    axes[1].legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2)
+    return fig

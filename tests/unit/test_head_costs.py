@@ -1,0 +1,99 @@
+"""The views of "What heads cost": its timing figure and its tables,
+drawn from a HeadCosts record (here a made-up one)."""
+
+from types import SimpleNamespace
+
+import matplotlib
+import torch
+
+from mhabook.experiments.costs import Accounting, PairedRatio, Term
+from mhabook.views import head_costs
+
+matplotlib.use("Agg")
+
+HEADS, LENGTHS = (1, 2), (5, 9)
+CONTENDERS = [(name, h) for h in HEADS for name in head_costs.NAMES]
+
+
+def made_up_record():
+    times = torch.tensor([[1e-3], [2e-3], [3e-3]]).expand(3, len(CONTENDERS))
+    return SimpleNamespace(
+        lengths=LENGTHS,
+        head_counts=HEADS,
+        contenders=CONTENDERS,
+        times={T: times for T in LENGTHS},
+        peak={key: 1.5 * key[1] for key in CONTENDERS},
+        score_mib=lambda h: 0.25 * h,
+    )
+
+
+def test_timing_figure_has_one_panel_per_length():
+    fig = head_costs.timing_figure(made_up_record())
+    assert len(fig.axes) == 2
+    assert fig.axes[0].get_title() == "one sequence of 5 tokens"
+    assert fig.get_figwidth() <= 4.8  # stacked, for a phone's column
+    assert all(ax.get_ylabel() for ax in fig.axes)
+    line = fig.axes[1].lines[0]  # the loop's medians, in ms
+    assert list(line.get_ydata()) == [2.0, 2.0]
+
+
+def test_peak_table_gives_every_layer_and_the_scores():
+    table = head_costs.peak_table(made_up_record()).data
+    assert "| MiB at $T$ = 9 | $h$ = 1 | $h$ = 2 |" in table
+    assert "| batched | 1.50 | 3.00 |" in table
+    assert "| one $(1, h, T, T)$ score tensor | 0.25 | 0.50 |" in table
+
+
+def test_accounting_table_rows_in_signed_ms():
+    ms = Term(1e-3, 5e-4, 2e-3)
+    accounting = Accounting(
+        num_tokens=5,
+        num_heads=2,
+        gap=ms,
+        products=Term(-2e-3, -3e-3, -1e-3),
+        dispatch=ms,
+        rest=Term(2e-3, 1e-3, 3e-3),
+        products_ratio=PairedRatio(0.5, 0.4, 0.6),
+        extra_ops=30,
+        other_ops=20,
+        per_op=2.5e-6,
+        other_calls=7,
+    )
+    table = head_costs.accounting_table(accounting).data
+    assert "| the loop's extra time (loop − batched) | +1.000 |" in table
+    assert "one-head projections − the one batched projection | -2.000 |" in (
+        table
+    )
+    assert "its 6 one-head" in table and "20 other extra operations" in table
+    assert "at 2.5 µs each" in table and "-3.000 to -1.000" in table
+
+
+def test_interval_text_never_rounds_an_end_to_one():
+    assert head_costs.interval_text(PairedRatio(1.0, 1.004, 1.2)) == (
+        "1.0040 to 1.20"
+    )
+
+
+def test_ratio_text_never_rounds_an_end_to_one():
+    assert head_costs.ratio_text(PairedRatio(0.9, 0.85, 0.996)) == (
+        "0.90 (0.85 to 0.9960)"
+    )
+    assert head_costs.ratio_text(PairedRatio(1.001, 0.5, 1.0)) == (
+        "1.00 (0.50 to 1.00)"
+    )
+
+
+def test_comparisons_table_gives_every_ratio_at_every_length():
+    record = made_up_record()
+    ratio = {T: PairedRatio(0.5, 0.25, 0.75) for T in LENGTHS}
+    for name in (
+        "batched_loop",
+        "fused_batched",
+        "loop_heads",
+        "batched_heads",
+    ):
+        setattr(record, name, ratio)
+    table = head_costs.comparisons_table(record).data
+    assert "| ratio of times (95% interval) | $T$ = 5 | $T$ = 9 |" in table
+    assert "| loop, $h$ = 2 over $h$ = 1 | 0.50 (0.25 to 0.75) |" in table
+    assert table.count("0.50 (0.25 to 0.75)") == 8
