@@ -5,15 +5,18 @@ import torch
 
 from mhabook.experiments.embedding import load_lines, sentence_embeddings
 from mhabook.experiments.pruning import (
+    Probe,
     SentenceBatch,
     attention_shares,
     chance_correlation,
     detectable_correlation,
+    heads_needed_results,
     overlap_rows,
     paired_counts,
     paraphrase_rows,
     paraphrase_score,
     rank_correlation,
+    round_up,
     rows_needed,
     sign_test,
 )
@@ -190,3 +193,138 @@ def test_the_paraphrase_set_has_40_rows_of_three_distinct_sentences():
     assert len(rows) == 40
     assert all(len(row) == 3 and len(set(row)) == 3 for row in rows)
     assert len({row[0] for row in rows}) == 40
+
+
+WORDS = ["time", "flies", "fruit", "arrow"]
+
+
+def tiny_set(seed=0):
+    """Sentences and (sentence, paraphrase, partner) rows in the tiny
+    tokenizer's four words."""
+    g = torch.Generator().manual_seed(seed)
+
+    def sentence(k):
+        return " ".join(
+            WORDS[int(j)] for j in torch.randint(4, (k,), generator=g)
+        )
+
+    sentences = [sentence(2 + i % 5) for i in range(16)]
+    rows = [(sentence(3), sentence(3), sentence(3)) for _ in range(6)]
+    return sentences, rows
+
+
+def planted_bert():
+    """A tiny BERT whose heads matter, with head (1, 0) silent (its rows
+    of W^O zero) and head (0, 1) a hundred times louder than the rest."""
+    model = tiny_bert(num_attention_heads=2, hidden_size=8)
+    d_k = 4
+    with torch.no_grad():
+        for layer in model.encoder.layer:
+            layer.attention.self.value.weight *= 10
+            layer.attention.output.dense.weight *= 10
+        silent = model.encoder.layer[1].attention.output.dense
+        silent.weight[:, 0:d_k] = 0.0
+        loud = model.encoder.layer[0].attention
+        loud.self.value.weight[d_k:] *= 10
+        loud.output.dense.weight[:, d_k:] *= 10
+    return model
+
+
+@pytest.fixture(scope="module")
+def planted():
+    sentences, rows = tiny_set()
+    model = planted_bert()
+    result = heads_needed_results(
+        model,
+        tiny_tokenizer(),
+        sentences,
+        rows,
+        "time flies",
+        every=2,
+        n_orders=5,
+        n_curves=2,
+    )
+    return model, sentences, rows, result
+
+
+def test_a_silent_head_has_no_importance_and_goes_first(planted):
+    _, _, _, result = planted
+    assert result.importance[1, 0].item() == pytest.approx(0.0, abs=1e-6)
+    assert result.order[0] == (1, 0)
+    assert result.importance.flatten().sort().values[1] > 1e-5
+
+
+def test_a_loud_head_matters_most_and_its_layer_leads(planted):
+    _, _, _, result = planted
+    assert result.order[-1] == (0, 1)
+    assert int(result.importance.argmax()) == 1  # layer 0, head 1
+    assert result.top_layer == 0 and result.runner_up == 1
+    assert result.layer_drop[0] > result.layer_drop[1]
+
+
+def test_removing_one_head_is_exact_and_the_bound_is_rounded_up(planted):
+    _, _, _, result = planted
+    assert result.exact_head == (0, 0)  # head h // 4 of layer 0
+    assert result.exact_difference < 1e-5
+    assert result.exact_moved > 100 * result.exact_difference
+
+
+def test_the_curves_start_and_end_where_they_must(planted):
+    model, _, rows, result = planted
+    L, h = result.num_layers, result.num_heads
+    assert result.by_importance[0] == pytest.approx((1.0, result.task_full))
+    probe = Probe(
+        model, tiny_tokenizer(), [r[c] for c in range(3) for r in rows]
+    )
+    every = [(layer, i) for layer in range(L) for i in range(h)]
+    end = result.by_importance[L * h]
+    assert end == pytest.approx((probe.fidelity(every), result.task_none))
+    half = result.order[: result.half]
+    assert probe.fidelity(half) == pytest.approx(result.fid_half)
+    assert result.first_layer == 1  # the layer of the silent head
+    layer_1 = [(1, i) for i in range(h)]
+    assert probe.fidelity(layer_1) == pytest.approx(result.layer_fid)
+    assert result.imp_top == sum(layer == 0 for layer, _ in half)
+    assert len(result.random_half) == 5 and len(result.rest_half) == 5
+    assert result.correlation["special"] == pytest.approx(
+        rank_correlation(result.shares["special"], result.importance)
+    )
+
+
+def test_a_model_of_one_layer_is_refused_with_what_the_page_needs():
+    sentences, rows = tiny_set()
+    model = tiny_bert(num_hidden_layers=1)
+    with pytest.raises(ValueError, match="at least 2 layers"):
+        heads_needed_results(model, tiny_tokenizer(), sentences, rows)
+
+
+def test_round_up_keeps_a_bound_a_bound():
+    assert f"{round_up(1.1920929e-07):.1e}" == "1.2e-07"
+    assert f"{round_up(0.261):.2g}" == "0.27"
+    assert round_up(0.0) == 0.0
+    g = torch.Generator().manual_seed(0)
+    for x in torch.rand(200, generator=g, dtype=torch.float64) * 10.0**-7:
+        x = x.item()
+        assert float(f"{round_up(x):.1e}") >= x
+
+
+def test_the_figures_draw_what_the_record_holds(planted):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from mhabook.views.pruning import behaviour_scatter, pruning_curves
+
+    _, _, _, result = planted
+    fig = pruning_curves(result)
+    top, bottom = fig.axes[:2]
+    curve = top.get_lines()[1]  # the random mean, then least important first
+    assert list(curve.get_xdata()) == list(result.by_importance)
+    assert bottom.get_lines()[-1].get_ydata()[0] == result.limit
+    plt.close(fig)
+    fig = behaviour_scatter(result)
+    titles = [ax.get_title() for ax in fig.axes[:3]]
+    expected = [f"{result.correlation[k]:+.2f}" for k in result.shares]
+    assert [t.split()[-1] for t in titles] == expected
+    plt.close(fig)

@@ -1,21 +1,31 @@
-"""Removing heads from a pretrained BERT, and what the heads do (section 5).
+"""Removing heads from a checkpoint, and what the heads do.
 
 Head j of a layer owns slice j of the context that enters the output
 projection W^O (section 2). Zeroing that slice removes the head: it is the
 head mask of Michel et al. (2019). `heads_removed` does it with forward
 pre-hooks on each block's W^O, so the model's code and weights stay
 untouched; it is taught in a `# @save` cell of heads_needed.ipynb.
+`heads_needed_results` makes every measurement that page states.
 
 Shape letters: B batch, T tokens, C hidden size, h heads, d_k = C // h,
-L layers.
+L layers, N sentences.
 """
 
 import math
 import re
+from dataclasses import dataclass
+from decimal import ROUND_CEILING, Decimal
 from statistics import NormalDist
 
 import torch
 import torch.nn.functional as F
+
+from mhabook.layers.all_heads import batched_from_bert
+from mhabook.layers.heads_needed import (
+    heads_removed,
+    without_head,
+    zero_heads_hook,
+)
 
 
 class SentenceBatch:
@@ -189,3 +199,365 @@ def detectable_correlation(bar, n, power=0.8):
     spread = math.sqrt(1.06 / (n - 3))
     z = math.atanh(min(bar, 0.999999)) + NormalDist().inv_cdf(power) * spread
     return math.tanh(z)
+
+
+def round_up(value, digits=2):
+    """`value` (>= 0) rounded up to `digits` significant digits: a bound
+    that stays a bound when printed with that many digits (a `:.1e` or
+    `:.2g` format alone may round it down)."""
+    value = Decimal(float(value))
+    if value < 0:
+        raise ValueError(f"round_up takes a size >= 0, got {value}")
+    if value == 0:
+        return 0.0
+    unit = Decimal(1).scaleb(value.adjusted() - digits + 1)
+    return float(value.quantize(unit, rounding=ROUND_CEILING))
+
+
+class Probe:
+    """A sentence set, and how far removing heads moves its embeddings
+    (mean-pooled last hidden states) from the full model's."""
+
+    def __init__(self, model, tokenizer, sentences):
+        self.model = model
+        self.batch = SentenceBatch(model, tokenizer, sentences)
+        self.reference = self.batch.embeddings()  # (N, C)
+
+    def embeddings(self, removed):
+        """(N, C): the set's embeddings without `removed` (layer, head)
+        pairs; the layers before the first one touched are not re-run."""
+        start = min((layer for layer, _ in removed), default=0)
+        with heads_removed(self.model, removed):
+            return self.batch.embeddings(start)
+
+    def cosines(self, removed):
+        """(N,): each sentence's cosine with its full-model embedding."""
+        return cosines(self.reference, self.embeddings(removed))
+
+    def fidelity(self, removed):
+        """Mean cosine with the full model's embeddings: 1, nothing moved."""
+        return self.cosines(removed).mean().item()
+
+
+def exact_removal(model, tokenizer, text, layer, head):
+    """Head `head` of layer `layer` removed two ways, on what enters that
+    layer for `text`: the hook zeroing its slice, and the loop layer with
+    its weights cut out. Returns (largest difference between the two,
+    largest change removing it makes, mean size of the layer's output)."""
+    ours = batched_from_bert(model.base_model.encoder.layer[layer].attention)
+    ours.eval()
+    num_heads = ours.num_heads
+    batch = tokenizer(text, return_tensors="pt")
+    with torch.inference_mode():
+        x = model(**batch, output_hidden_states=True).hidden_states[layer]
+        full, _ = ours(x)  # (1, T, C)
+        hook = zero_heads_hook([head], num_heads)
+        handle = ours.output_linear.register_forward_pre_hook(hook)
+        try:
+            masked, _ = ours(x)  # slice `head` zeroed before W^O
+        finally:
+            handle.remove()
+        cut = without_head(ours, head, x)  # (1, T, C)
+    return (
+        (masked - cut).abs().max().item(),
+        (masked - full).abs().max().item(),
+        full.abs().mean().item(),
+    )
+
+
+def _quantiles(draws, dim=-1):
+    return draws.quantile(0.025, dim=dim), draws.quantile(0.975, dim=dim)
+
+
+@dataclass(frozen=True)
+class HeadsNeeded:
+    """What heads_needed.ipynb states. A head's importance is the drop in
+    fidelity (1 - mean cosine) when it alone is removed; fidelity is the
+    mean cosine of the embeddings with heads removed and without."""
+
+    num_layers: int
+    num_heads: int
+    # 1. one head removed two ways (hook, weights cut out)
+    exact_head: tuple  # (layer, head)
+    exact_difference: float  # largest difference, rounded up: a bound
+    exact_moved: float  # largest change that removing the head makes
+    exact_scale: float  # mean size of the layer's output entries
+    # 2. each head alone, on every `every`-th sentence
+    n_choose: int
+    importance: torch.Tensor  # (L, h)
+    layer_drop: torch.Tensor  # (L,): mean importance of a layer's heads
+    layer_low: torch.Tensor  # (L,): its 95% bootstrap range over sentences
+    layer_high: torch.Tensor
+    top_layer: int  # the layer whose heads matter most on average
+    runner_up: int
+    top_low: float  # top layer's low end, against...
+    others_high: float  # ...the highest high end of the other layers
+    split_half: float  # rank correlation of importance on two halves
+    split_bar: float  # what 95% of shuffles stay below
+    split_rest: float  # the same without the top layer's heads
+    split_bar_rest: float
+    # 3. the paraphrase task, and many heads removed
+    n_rows: int
+    task_full: float  # share of rows right, every head in place
+    task_none: float  # ... with every head removed
+    word_score: float  # ... by counting shared words
+    vs_words: tuple  # (wins, losses) of the full model, row by row
+    vs_none: tuple
+    p_words: float  # one-sided sign tests
+    p_none: float
+    room_rows: int  # rows the no-heads model gets wrong
+    min_rows: int  # the fewest rows a sign test at 5% can detect
+    order: list  # (layer, head) pairs, least important first
+    by_importance: dict  # {heads removed: (fidelity, task)}
+    by_random: list  # one such dict per random order, at `coarse`
+    coarse: list
+    by_layers: dict  # whole layers, least important layer first
+    limit: float  # the task has lost a row below this
+    half: int
+    fid_half: float  # least important first, at `half` heads removed
+    random_half: list  # (fidelity, task) of each random order at `half`
+    rest_half: list  # fidelity of random orders sparing the top layer
+    imp_top: int  # top-layer heads among the first `half` removed
+    top_removed_mean: float  # ... in the random orders, on average
+    first_layer: int  # the least important layer
+    layer_fid: float  # fidelity without that layer's heads
+    heads_fid: float  # ... without as many heads, least important first
+    diff_low: float  # 95% range of (layer_fid - heads_fid), over rows
+    diff_high: float
+    # 4. what the heads attend to
+    shares: dict  # {"special", "previous", "self"}: (L, h) shares
+    chance: float  # the chance bar for a correlation over all heads
+    correlation: dict  # {behaviour: rank correlation with importance}
+    detectable: float  # the correlation caught four times in five
+    rho_rest: float  # [CLS]/[SEP] against importance, top layer left out
+    chance_rest: float
+    detectable_rest: float
+    top_special: float  # the top layer's mean share on [CLS]/[SEP]
+    rest_special: float  # the other layers'
+    special_bar: float  # 5% point of random layer-sized sets' share
+
+    @property
+    def rand_fids(self):
+        return [fidelity for fidelity, _ in self.random_half]
+
+
+def _random_order(heads, seed):
+    g = torch.Generator().manual_seed(seed)
+    return [heads[int(k)] for k in torch.randperm(len(heads), generator=g)]
+
+
+def heads_needed_results(
+    model,
+    tokenizer,
+    sentences,
+    rows,
+    example="Time flies like an arrow.",
+    every=8,
+    n_orders=19,
+    n_curves=4,
+):
+    """Every measurement of heads_needed.ipynb, as a `HeadsNeeded`.
+
+    sentences: a list of texts; importance is measured on every `every`-th
+    one, what the heads attend to on all of them. rows: (sentence,
+    paraphrase, unrelated partner) triples, kept apart for the removal
+    curves and the task. `n_curves` random orders are drawn in full,
+    `n_orders` at half the heads.
+    """
+    layers = model.base_model.encoder.layer
+    L, h = len(layers), model.config.num_attention_heads
+    if L < 2 or h < 2:
+        raise ValueError(
+            f"this page compares one layer's heads with the other layers' "
+            f"and needs at least 2 layers of at least 2 heads; the model "
+            f"has {L} layer(s) of {h} head(s): load a deeper BERT "
+            f"(set MHA_CHECKPOINT to its folder)"
+        )
+    chosen = list(sentences)[::every]
+    if len(chosen) < 4 or len(rows) < 2:
+        raise ValueError(
+            f"need at least 4 sentences for the importances (every "
+            f"{every}th of `sentences`: {len(chosen)}) and 2 rows; pass "
+            f"more sentences or a smaller `every`"
+        )
+    if any(len(row) != 3 for row in rows):
+        raise ValueError("each row is (sentence, paraphrase, partner)")
+    heads = [(layer, i) for layer in range(L) for i in range(h)]
+    exact = exact_removal(model, tokenizer, example, 0, h // 4)
+
+    # 2. each head alone, on the chosen sentences
+    choose = Probe(model, tokenizer, chosen)
+    per_sentence = torch.stack([choose.cosines([x]) for x in heads])
+    per_sentence = per_sentence.view(L, h, -1)  # (L, h, s)
+    importance = 1 - per_sentence.mean(-1)  # (L, h)
+    layer_drop = importance.mean(-1)  # (L,)
+    g = torch.Generator().manual_seed(0)
+    s = per_sentence.shape[-1]
+    picks = torch.randint(s, (1000, s), generator=g)  # resampled sets
+    boot = 1 - per_sentence[..., picks].mean(-1).mean(1)  # (L, 1000)
+    low, high = _quantiles(boot)
+    top = int(layer_drop.argmax())
+    runner_up = int(layer_drop.topk(2).indices[-1])
+    others = torch.arange(L) != top  # every layer but the top one
+    halves = (
+        1 - per_sentence[..., : s // 2].mean(-1),
+        1 - per_sentence[..., s // 2 :].mean(-1),
+    )  # (L, h) each
+    n_rest = (L - 1) * h  # the heads outside the top layer
+    split_bar = chance_correlation(L * h, 0.95, g)
+    split_bar_rest = chance_correlation(n_rest, 0.95, g)
+
+    # 3. the task, and removal curves on the paraphrase set
+    n = len(rows)
+    paraphrase = Probe(
+        model, tokenizer, [r[c] for c in range(3) for r in rows]
+    )
+
+    def measure(removed):
+        changed = paraphrase.embeddings(removed)  # (3n, C)
+        right = paraphrase_rows(*changed.view(3, n, -1)).float().mean()
+        fidelity = cosines(paraphrase.reference, changed).mean()
+        return fidelity.item(), right.item()
+
+    right_full = paraphrase_rows(*paraphrase.reference.view(3, n, -1))
+    no_heads = paraphrase.embeddings(heads)  # (3n, C)
+    right_none = paraphrase_rows(*no_heads.view(3, n, -1))
+    right_words = overlap_rows(rows)
+    task_full, task_none, word_score = (
+        r.float().mean().item() for r in (right_full, right_none, right_words)
+    )
+    fidelity_none = cosines(paraphrase.reference, no_heads).mean().item()
+    vs_words = paired_counts(right_full, right_words)
+    vs_none = paired_counts(right_full, right_none)
+    ends = {0: measure([]), L * h: (fidelity_none, task_none)}
+
+    order = [heads[int(k)] for k in importance.flatten().argsort()]
+    coarse = list(range(0, L * h + 1, max(1, L * h // 4)))
+
+    def curve(removal_order, counts):
+        return {k: ends.get(k) or measure(removal_order[:k]) for k in counts}
+
+    by_importance = curve(order, range(0, L * h + 1, h))
+    by_random = [
+        curve(_random_order(heads, i), coarse) for i in range(n_curves)
+    ]
+    layer_loss = [
+        1 - choose.fidelity([(layer, i) for i in range(h)])
+        for layer in range(L)
+    ]
+    layer_order = sorted(range(L), key=layer_loss.__getitem__)
+    whole = [(layer, i) for layer in layer_order for i in range(h)]
+    by_layers = curve(whole, range(0, L * h + 1, h))
+
+    limit = task_full - 0.5 / n  # below this, the task has lost a row
+
+    half = L * h // 2
+    fid_half = (by_importance.get(half) or measure(order[:half]))[0]
+    random_half = [
+        by_random[i][half]
+        if i < n_curves and half in coarse
+        else measure(_random_order(heads, i)[:half])
+        for i in range(n_orders)
+    ]
+    top_removed = [
+        sum(layer == top for layer, _ in _random_order(heads, i)[:half])
+        for i in range(n_orders)
+    ]
+    rest_heads = [x for x in heads if x[0] != top]
+    rest_half = [
+        paraphrase.fidelity(_random_order(rest_heads, 1000 + i)[:half])
+        for i in range(n_orders)
+    ]
+    # a whole layer against as many heads least important first, by row
+    diff = paraphrase.cosines(whole[:h]) - paraphrase.cosines(order[:h])
+    diff = diff.view(3, n).mean(0)  # (n,): a row's 3 sentences averaged
+    g = torch.Generator().manual_seed(2)
+    diff_low, diff_high = _quantiles(
+        diff[torch.randint(n, (1000, n), generator=g)].mean(-1)
+    )
+
+    # 4. what the heads attend to, on all the sentences
+    batch = tokenizer(list(sentences), padding=True, return_tensors="pt")
+    with torch.inference_mode():
+        attentions = model(**batch, output_attentions=True).attentions
+    shares = attention_shares(
+        torch.stack(attentions),  # (L, N, h, T, T)
+        batch["input_ids"],
+        batch["attention_mask"],
+        [tokenizer.cls_token_id, tokenizer.sep_token_id],
+    )
+    g = torch.Generator().manual_seed(1)
+    level = 1 - 0.05 / 3  # three behaviours tested: 5% for all three
+    chance = chance_correlation(L * h, level, g)
+    chance_rest = chance_correlation(n_rest, level, g)
+    pooled = shares["special"].flatten()  # (L h,)
+    g = torch.Generator().manual_seed(3)
+    draws = torch.stack(
+        [
+            pooled[torch.randperm(L * h, generator=g)[:h]].mean()
+            for _ in range(2000)
+        ]
+    )  # the mean share of a random layer's worth of heads
+
+    return HeadsNeeded(
+        num_layers=L,
+        num_heads=h,
+        exact_head=(0, h // 4),
+        exact_difference=round_up(exact[0]),
+        exact_moved=exact[1],
+        exact_scale=exact[2],
+        n_choose=s,
+        importance=importance,
+        layer_drop=layer_drop,
+        layer_low=low,
+        layer_high=high,
+        top_layer=top,
+        runner_up=runner_up,
+        top_low=low[top].item(),
+        others_high=high[others].max().item(),
+        split_half=rank_correlation(*halves),
+        split_bar=split_bar,
+        split_rest=rank_correlation(halves[0][others], halves[1][others]),
+        split_bar_rest=split_bar_rest,
+        n_rows=n,
+        task_full=task_full,
+        task_none=task_none,
+        word_score=word_score,
+        vs_words=vs_words,
+        vs_none=vs_none,
+        p_words=sign_test(*vs_words),
+        p_none=sign_test(*vs_none),
+        room_rows=n - int(right_none.sum()),
+        min_rows=rows_needed(0.05),
+        order=order,
+        by_importance=by_importance,
+        by_random=by_random,
+        coarse=coarse,
+        by_layers=by_layers,
+        limit=limit,
+        half=half,
+        fid_half=fid_half,
+        random_half=random_half,
+        rest_half=rest_half,
+        imp_top=sum(layer == top for layer, _ in order[:half]),
+        top_removed_mean=sum(top_removed) / n_orders,
+        first_layer=layer_order[0],
+        layer_fid=by_layers[h][0],
+        heads_fid=by_importance[h][0],
+        diff_low=diff_low.item(),
+        diff_high=diff_high.item(),
+        shares=shares,
+        chance=chance,
+        correlation={
+            k: rank_correlation(v, importance) for k, v in shares.items()
+        },
+        detectable=detectable_correlation(chance, L * h),
+        rho_rest=rank_correlation(
+            shares["special"][others], importance[others]
+        ),
+        chance_rest=chance_rest,
+        detectable_rest=detectable_correlation(chance_rest, n_rest),
+        top_special=shares["special"][top].mean().item(),
+        rest_special=shares["special"][others].mean().item(),
+        special_bar=draws.quantile(0.05).item(),
+    )

@@ -7,6 +7,9 @@ then run `make lib`.
 from contextlib import contextmanager
 
 import torch
+import torch.nn.functional as F
+
+from .all_heads import loop_from_batched
 
 
 def group_by_layer(heads, num_layers, num_heads):
@@ -37,6 +40,18 @@ def zero_heads_hook(heads, num_heads):
         return (per_head.view(B, T, C),)  # (B, T, C)
 
     return hook
+
+
+def without_head(batched, i, hidden_state):
+    """(B, T, C): what the layer outputs when built without head i: the
+    loop layer's other heads, concatenated, through W^O minus W^O_i."""
+    loop = loop_from_batched(batched)
+    del loop.heads[i]  # head i's query, key and value weights are gone
+    C, d_k = batched.output_linear.in_features, batched.head_dim
+    keep = torch.arange(C) // d_k != i  # the columns of W^O kept
+    W_O = batched.output_linear.weight[:, keep]  # (C, C - d_k)
+    Z = [head(hidden_state)[0] for head in loop.heads]  # (B, T, d_k) each
+    return F.linear(torch.cat(Z, dim=-1), W_O, batched.output_linear.bias)
 
 
 @contextmanager
