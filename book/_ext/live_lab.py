@@ -6,6 +6,7 @@ model, its vocabulary, onnxruntime-web's one WebAssembly build and the two
 view templates to _static/live/.
 """
 
+import json
 import shutil
 import sys
 from pathlib import Path
@@ -32,7 +33,22 @@ def copy_live_lab(target):
         head_view = head_view.replace(url, f"MHA_BUNDLED/{local}")
     if "cdnjs" in head_view:
         raise RuntimeError("head_view.js still loads from a CDN")
-    (target / "head_view.js").write_text(head_view)
+    (target / "head_view.js").write_text(with_access(head_view))
+
+
+def with_access(head_view):
+    """BertViz's template with the book's head colours, keys, head numbers
+    and marks, as mhabook.views.bertviz_view gives the pages' head views.
+    live.js replaces PYTHON_PARAMS with the view's parameters."""
+    from mhabook.views import bertviz_view
+
+    colours = json.dumps(bertviz_view.HEAD_COLOURS)
+    return (
+        bertviz_view.use_our_colours(head_view)
+        + f"\n{bertviz_view.ACCESS_JS}\nmhaBertvizAccess(document."
+        f"getElementById(PYTHON_PARAMS.root_div_id), {colours}, "
+        f"PYTHON_PARAMS.head_numbers);\n"
+    )
 
 
 def copy_live_assets(app, exception):

@@ -6,7 +6,11 @@ widget state for an output the page removes); require.js stays on the page
 with the live lab, which draws BertViz's view. KaTeX's style sheet (its
 formulas are typeset when the book is built) stays only on pages with
 math, sphinx-design's only on pages with one of its dropdowns or cards.
-tests/page_budgets.json holds what each page may fetch.
+tests/harness/page_budgets.json holds what each page may fetch.
+
+Two small scripts go inline where they are needed: the search page's
+summaries drop the TeX source of formulas, and a note marked
+`:class: mha-file-only` shows only on a page opened from disk.
 """
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
@@ -17,6 +21,34 @@ WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 LIVE_VIEW = '<div class="mha-live"'
 # sphinx-design's files: sphinx-design.min.css, design-tabs.js.
 DESIGN = ("sphinx-design", "design-tabs")
+# Sphinx's search summaries are the text of the page found: a formula's
+# text would be its TeX source (KaTeX's MathML annotation) and KaTeX's
+# drawing of it. Keep the MathML's plain symbols only.
+SEARCH_WITHOUT_TEX = """document.addEventListener("DOMContentLoaded", () => {
+  const toText = Search.htmlToText;
+  Search.htmlToText = (html, anchor) => {
+    const page = new DOMParser().parseFromString(html, "text/html");
+    page.querySelectorAll(".katex-mathml annotation, .katex-html")
+      .forEach((el) => el.remove());
+    return toText(page.documentElement.outerHTML, anchor);
+  };
+});"""
+# A note for readers who opened the page as a file (chapter.css hides
+# .mha-file-only unless the page marks itself so).
+FILE_ONLY = "mha-file-only"
+MARK_FILE_PAGES = (
+    'if (location.protocol === "file:") '
+    'document.documentElement.classList.add("mha-file");'
+)
+
+
+def add_inline_scripts(app, pagename, templatename, context, doctree):
+    """The search page's TeX-free summaries; the file:// marker where a
+    page has a note for file:// readers."""
+    if pagename == "search":
+        app.add_js_file(None, body=SEARCH_WITHOUT_TEX)
+    if FILE_ONLY in (context.get("body") or ""):
+        app.add_js_file(None, body=MARK_FILE_PAGES)
 
 
 def drop_unused_scripts(app, pagename, templatename, context, doctree):
@@ -71,6 +103,8 @@ def drop_duplicate_scripts(app, pagename, templatename, context, doctree):
 
 
 def setup(app):
+    # before the hooks below, which copy the list of scripts
+    app.connect("html-page-context", add_inline_scripts, priority=400)
     app.connect("html-page-context", drop_duplicate_scripts)
     # After the math renderer's and myst-nb's hooks (both 500).
     app.connect("html-page-context", drop_unused_scripts, priority=900)

@@ -340,7 +340,7 @@ def test_the_head_view_of_every_layer_has_working_menus(
         label="Sentence A -> Sentence B"
     )
     page.wait_for_timeout(200)
-    labels = svg.locator("text").all_text_contents()
+    labels = svg.locator("#left text, #right text").all_text_contents()
     assert labels == ["[CLS]", "time", "flies", "[SEP]", "fruit", "[SEP]"]
     assert problems["errors"] == [] and problems["external"] == []
 
@@ -404,3 +404,105 @@ def test_views_that_no_longer_match_the_text_say_so(lab):
         ".classList.contains('mha-stale')"
     )
     assert not page.locator(".mha-live-stale-note").is_visible()
+
+
+def test_sentence_b_can_be_cleared_and_the_status_says_what_ran(lab):
+    """Sentence B is read after A: what ran is said, and one click
+    clears B."""
+    page, problems = lab
+    page.get_by_label("Sentence A").fill("the cat sat because it was tired")
+    page.get_by_label("Sentence B (optional)").fill("it slept")
+    page.wait_for_function(
+        "() => /tokens: sentence A, then sentence B\\./"
+        ".test(document.querySelector('.mha-live-status').textContent)"
+    )
+    clear = page.get_by_role("button", name="Clear sentence B")
+    clear.click()
+    assert page.get_by_label("Sentence B (optional)").input_value() == ""
+    assert clear.is_disabled()
+    page.wait_for_function(
+        "() => /tokens: sentence A alone\\./"
+        ".test(document.querySelector('.mha-live-status').textContent)"
+    )
+    assert "slept" not in page.evaluate("() => window.mhaLive.shown.tokens")
+    assert problems["errors"] == []
+
+
+def test_the_table_caption_stays_in_view_on_a_phone(lab):
+    """On a phone the table of shares scrolls sideways; its caption and
+    its layer column stay where they are."""
+    from browsing import PHONE
+
+    page, problems = lab
+    page.set_viewport_size(PHONE)
+    try:
+        summary = page.locator(".mha-live-summary")
+        summary.scroll_into_view_if_needed()
+        assert summary.evaluate("(el) => el.scrollWidth > el.clientWidth")
+        summary.evaluate("(el) => { el.scrollLeft = el.scrollWidth; }")
+        page.wait_for_timeout(100)
+        box = summary.bounding_box()
+        for part in ("caption", "tr:nth-child(2) > th"):
+            inner = summary.locator(part).first.bounding_box()
+            assert inner["x"] >= box["x"] - 1, part
+            assert inner["x"] + inner["width"] <= box["x"] + box["width"] + 1
+    finally:
+        page.set_viewport_size({"width": 1280, "height": 900})
+    assert problems["errors"] == []
+
+
+@pytest.fixture
+def lab_on_a_word(site):
+    """The live lab of the built page, asked to open on "it"."""
+    import html
+    import json
+    import re
+
+    from browsing import harness_page
+
+    _, html_dir = site
+    built = (html_dir / LAB).read_text()
+    found = re.search(r'<div class="mha-live" data-params="([^"]*)"', built)
+    params = json.loads(html.unescape(found.group(1)))
+    params.update(
+        text_a="the cat sat on the mat because it was tired",
+        text_b="",
+        query="it",
+    )
+    scripts = "".join(
+        f'<script src="../_static/live/{name}"></script>'
+        for name in ("wordpiece.js", "live.js")
+    )
+    return harness_page(
+        html_dir,
+        "live-query",
+        f'<div class="mha-live" data-params="'
+        f'{html.escape(json.dumps(params))}"></div>{scripts}',
+    )
+
+
+def test_the_lab_opens_on_the_word_the_page_asks_for(visit, lab_on_a_word):
+    page, problems = visit(lab_on_a_word)
+    page.get_by_role("button", name=BUTTON).click()
+    page.wait_for_function(
+        "() => window.mhaLive && window.mhaLive.shown", timeout=60_000
+    )
+    query = page.locator(".mha-live-explorer .mha-token[aria-pressed=true]")
+    assert query.text_content() == "it"
+    assert query.get_attribute("data-index") == "8"  # [CLS] the cat ... it
+    assert problems["errors"] == [] and problems["external"] == []
+
+
+def test_the_note_for_pages_opened_from_disk_shows_only_there(
+    browser, site, visit
+):
+    """labs.ipynb's note on file:// pages carries `:class: mha-file-only`:
+    hidden over http, shown from disk (book/_ext/page_scripts.py)."""
+    page, _ = visit(LAB)
+    note = page.locator(".mha-file-only")
+    assert note.count() == 1 and not note.is_visible()
+    _, html = site
+    opened = browser.new_page()
+    opened.goto((html / LAB).as_uri())
+    assert opened.locator(".mha-file-only").is_visible()
+    opened.close()

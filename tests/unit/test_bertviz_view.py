@@ -92,3 +92,27 @@ def test_a_preset_out_of_range_is_refused():
             all_layers=True,
             presets=[("x", 0, 5)],
         )
+
+
+def test_the_view_takes_the_explorers_colours_and_keys():
+    """d3's ten colours would repeat at head 10 and differ from the
+    explorer's: the view gets our palette, and the script that makes its
+    squares and tokens keyboard buttons, numbers the squares and dashes
+    the heads whose colour repeats."""
+    from mhabook.views.explorer import HEAD_COLOURS
+
+    html = head_view_html(attention(), TOKENS, 4, layer=0, heads=[0]).data
+    assert "schemeCategory10" not in html
+    assert json.dumps(HEAD_COLOURS) in html
+    root = re.search(r'id="(bertviz-[0-9a-f]+)"', html).group(1)
+    assert f'mhaBertvizAccess(document.getElementById("{root}")' in html
+    # all of it inside BertViz's own script, which nothing can close
+    script = html.split('<script type="text/javascript">')[1]
+    assert "mhaBertvizAccess" in script[: script.rindex("</script>")]
+
+
+def test_a_changed_bertviz_is_a_clear_error():
+    from mhabook.views.bertviz_view import use_our_colours
+
+    with pytest.raises(ValueError, match="BERTVIZ_COLOURS"):
+        use_our_colours("headColors = d3.scaleOrdinal(d3.schemeTableau10);")

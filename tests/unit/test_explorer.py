@@ -103,3 +103,53 @@ def test_a_layer_with_more_heads_than_colours_keeps_the_chosen_head():
         "head 1",
         "head 2",
     ]
+
+
+# The page's backgrounds: white in light mode; in dark mode the book
+# theme's #121212 and pydata-sphinx-theme's #14181e.
+BACKGROUNDS = ["#FFFFFF", "#121212", "#14181E"]
+
+
+def contrast(a, b):
+    """WCAG 2's contrast ratio of two colours '#rrggbb'."""
+
+    def luminance(colour):
+        channels = [int(colour[i : i + 2], 16) / 255 for i in (1, 3, 5)]
+        r, g, b = [
+            c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4
+            for c in channels
+        ]
+        return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+    dark, light = sorted([luminance(a), luminance(b)])
+    return (light + 0.05) / (dark + 0.05)
+
+
+def test_contrast_is_wcag_s():
+    assert contrast("#000000", "#FFFFFF") == pytest.approx(21)
+    assert contrast("#767676", "#FFFFFF") == pytest.approx(4.54, abs=0.01)
+    assert contrast("#F0E442", "#FFFFFF") < 1.4  # Okabe & Ito's yellow
+
+
+@pytest.mark.parametrize("background", BACKGROUNDS)
+def test_every_head_colour_stands_out_on_the_page(background):
+    """WCAG 1.4.11: an arc or a swatch needs 3:1 against what is around
+    it, in light mode and in dark mode."""
+    faint = {
+        colour: round(contrast(colour, background), 2)
+        for colour in HEAD_COLOURS
+        if contrast(colour, background) < 3
+    }
+    assert faint == {}, f"under 3:1 on {background}: {faint}"
+
+
+def test_twelve_heads_take_six_colours_twice():
+    """The second six are marked in the page (explorer.js dashes a head
+    whose colour an earlier head has; tests/browser/test_browser.py)."""
+    distinct = list(dict.fromkeys(HEAD_COLOURS))
+    assert len(distinct) == 6 and HEAD_COLOURS == distinct * 2
+    names = [f"head {h}" for h in range(12)]
+    view = head_explorer(
+        ["a", "b"], torch.full((12, 2, 2), 0.5), names, html_action="return"
+    )
+    assert [h["colour"] for h in params(view)["heads"]] == HEAD_COLOURS

@@ -1,13 +1,14 @@
 """BertViz's head view, made safe to embed and light to serve."""
 
 import html
+import json
 import re
 from pathlib import Path
 
 from bertviz import head_view
 from IPython.display import HTML
 
-from .explorer import escape_script
+from .explorer import HEAD_COLOURS, escape_script
 
 # BertViz returns: a require.js tag, its <div>, then this inline script.
 INLINE = '<script type="text/javascript">'
@@ -26,6 +27,26 @@ FILTERS = [
 CUT_FILTERS = (Path(__file__).with_name("bertviz_filters.js")).read_text()
 # Buttons under the view that open it on one layer and head.
 PRESETS_JS = (Path(__file__).with_name("head_presets.js")).read_text()
+# Keys, head numbers and marks for the view, once BertViz has drawn it.
+ACCESS_JS = (Path(__file__).with_name("bertviz_access.js")).read_text()
+# BertViz colours head i with d3's ten colours (head 10 as head 0): ours
+# instead, the explorer's palette. params.head_numbers, where a page sets
+# it, names the heads drawn (the live lab draws a group of them).
+BERTVIZ_COLOURS = "headColors = d3.scaleOrdinal(d3.schemeCategory10);"
+OUR_COLOURS = (
+    "headColors = ((c) => (i) => c[((params.head_numbers || [])[i] ?? i)"
+    f" % c.length])({json.dumps(HEAD_COLOURS)});"
+)
+
+
+def use_our_colours(script):
+    """BertViz's head_view.js with the explorer's head colours."""
+    if BERTVIZ_COLOURS not in script:
+        raise ValueError(
+            "BertViz's head_view.js no longer sets headColors as expected: "
+            "update BERTVIZ_COLOURS in mhabook/views/bertviz_view.py"
+        )
+    return script.replace(BERTVIZ_COLOURS, OUR_COLOURS)
 
 
 # BertViz's two menus follow a bare text label; give them accessible names
@@ -103,8 +124,19 @@ def head_view_html(
     if cut:
         view = cut_filters_in_browser(view, sentence_b_start)
     start, end = view.index(INLINE) + len(INLINE), view.rindex("</script>")
-    page = view[:start] + escape_script(view[start:end]) + view[end:]
+    script = use_our_colours(view[start:end]) + access_call(view)
+    page = view[:start] + escape_script(script) + view[end:]
     return HTML(name_selects(page) + preset_buttons(page, presets))
+
+
+def access_call(view):
+    """Script that gives `view` keys, head numbers and marks (ACCESS_JS),
+    for the end of BertViz's own."""
+    root = re.search(r'id="(bertviz-[0-9a-f]+)"', view).group(1)
+    return (
+        f"\n{ACCESS_JS}\nmhaBertvizAccess(document.getElementById("
+        f'"{root}"), {json.dumps(HEAD_COLOURS)});\n'
+    )
 
 
 def preset_buttons(view, presets):

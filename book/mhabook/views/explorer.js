@@ -1,6 +1,6 @@
 /* Head explorer: arcs from a query token to the tokens it attends to, one
  * colour per head. Self-contained (no libraries), so it works in a static
- * page with no kernel. Python (mhabook/explorer.py) replaces
+ * page with no kernel. Python (mhabook/views/explorer.py) replaces
  * EXPLORER_PARAMS with JSON:
  *   {id, tokens: [str], heads: [{name, colour, weights: [[T x T]]}],
  *    query: int, title: str}
@@ -18,8 +18,16 @@
 
   const SVG = "http://www.w3.org/2000/svg";
   const HEIGHT = 140;  // px of room for the arcs above the tokens
+  // Weights this close to a row's largest tie with it: the caption names
+  // them all (or says the row is spread evenly), never the first alone.
+  const TIE = 0.005;
   const tokens = params.tokens;
   const heads = params.heads;
+  // A head whose colour an earlier head already has (the palette has
+  // fewer colours than BERT has heads) is marked: dashed arcs, a hollow
+  // swatch.
+  const marked = heads.map((head, h) =>
+    heads.slice(0, h).some((other) => other.colour === head.colour));
   const state = {
     query: params.query,
     shown: heads.map(() => true),
@@ -50,7 +58,8 @@
     toggle.type = "button";
     toggle.dataset.head = String(h);
     toggle.style.setProperty("--mha-colour", head.colour);
-    const swatch = element("span", "mha-swatch");
+    const swatch = element("span", marked[h] ? "mha-swatch mha-marked"
+      : "mha-swatch");
     swatch.setAttribute("aria-hidden", "true");
     toggle.append(swatch, document.createTextNode(head.name));
     // Accessible names start with the visible text (WCAG 2.5.3).
@@ -124,17 +133,37 @@
     draw();
   }
 
+  // Where one row of weights looks most: its largest weight's token, or
+  // every token that ties with it.
+  function most(row) {
+    const top = Math.max(...row);
+    const tied = [];
+    row.forEach((weight, k) => {
+      if (weight >= top - TIE) {
+        tied.push(k);
+      }
+    });
+    if (tied.length === 1) {
+      return "\u201c" + tokens[tied[0]] + "\u201d (" + percent(top) + ")";
+    }
+    if (tied.length === row.length) {
+      return "spread evenly (" + percent(top) + " each)";
+    }
+    const named = tied.slice(0, 3).map((k) => "\u201c" + tokens[k] + "\u201d");
+    const rest = tied.length - named.length;
+    const list = rest > 0
+      ? named.join(", ") + " and " + rest + " more"
+      : named.slice(0, -1).join(", ") + " and " + named[named.length - 1];
+    return list + " (" + percent(top) + " each)";
+  }
+
   function describe() {
     const query = "Query \u201c" + tokens[state.query] + "\u201d";
     const tops = [];
     heads.forEach((head, h) => {
-      if (!state.shown[h]) {
-        return;
+      if (state.shown[h]) {
+        tops.push(head.name + " \u2192 " + most(head.weights[state.query]));
       }
-      const row = head.weights[state.query];
-      const k = row.indexOf(Math.max(...row));
-      tops.push(head.name + " \u2192 \u201c" + tokens[k] + "\u201d (" +
-        percent(row[k]) + ")");
     });
     if (tops.length === 0) {
       return query + ". No head is shown: switch one on, or press show all.";
@@ -251,6 +280,9 @@
         path.setAttribute("stroke", head.colour);
         path.setAttribute("stroke-width", String(0.5 + 6 * weight));
         path.setAttribute("stroke-opacity", String(0.1 + 0.9 * weight));
+        if (marked[h]) {
+          path.setAttribute("stroke-dasharray", "6 3");
+        }
         path.dataset.head = String(h);
         path.dataset.key = String(k);
         path.dataset.weight = weight.toFixed(3);

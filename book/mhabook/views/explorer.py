@@ -13,18 +13,25 @@ from pathlib import Path
 import torch
 from IPython.display import HTML, display
 
-from .plotting import PALETTE
-
 HERE = Path(__file__).parent
-# Okabe & Ito's eight colours (PALETTE and black's stand-in) and four of
-# Paul Tol's muted ones: enough for BERT's 12 heads.
-HEAD_COLOURS = PALETTE + [
-    "#555555",
-    "#882255",
-    "#44AA99",
-    "#999933",
-    "#AA4499",
+# The heads' colours, in the explorer and in BertViz's head view: the four
+# of Okabe & Ito's colours that stand out at least 3:1 against the page in
+# light mode (white) and in dark mode (#121212 and the theme's #14181e),
+# Paul Tol's olive, and a grey, which stay apart in the three kinds of
+# colour blindness. (Okabe & Ito's orange, sky blue and yellow are too
+# light on white; black and Tol's wine vanish on a dark page.)
+HEAD_PALETTE = [
+    "#0072B2",  # blue
+    "#D55E00",  # vermillion
+    "#009E73",  # bluish green
+    "#CC79A7",  # reddish purple
+    "#999933",  # olive (Tol)
+    "#808080",  # grey
 ]
+# BERT's 12 heads: the colours run out at head 6, so heads 6 to 11 take
+# them again with a mark (dashed arcs and lines, a hollow swatch) and a
+# label (their name, their number in BertViz's squares).
+HEAD_COLOURS = HEAD_PALETTE * 2
 
 
 def escape_script(text):

@@ -2,9 +2,10 @@
  * WebAssembly thread), on any sentence pair the reader types.
  *
  * The page loads wordpiece.js, then this file, after the lab's element,
- * which mhabook/live.py writes as <div class="mha-live" data-params=JSON>:
+ * which mhabook/views/live.py writes as <div class="mha-live" data-params=JSON>:
  *   {folder, model, wasm, runtime, vocab, download_bytes, name,
- *    num_layers, num_heads, max_tokens, colours, text_a, text_b, layer}
+ *    num_layers, num_heads, max_tokens, colours, text_a, text_b, layer,
+ *    query}
  * (one lab per page). Nothing is downloaded until the reader presses the
  * button. The head explorer (explorer.js) and BertViz's head view
  * (head_view.js) are the same templates Python fills; here they read their
@@ -84,7 +85,13 @@
   inputA.value = params.text_a;
   const inputB = element("input", "mha-live-text");
   inputB.type = "text";
+  inputB.id = "mha-live-text-b";
   inputB.value = params.text_b;
+  // Sentence B is read after A: a reader who types only A clears it.
+  const clearB = element("button", "mha-live-clear", "Clear");
+  clearB.type = "button";
+  clearB.setAttribute("aria-label", "Clear sentence B");
+  clearB.disabled = inputB.value === "";
   const layerMenu = element("select", "mha-live-layer");
   for (let l = 0; l < params.num_layers; l++) {
     const option = element("option", "", String(l));
@@ -110,10 +117,13 @@
     megabytes(params.download_bytes) + ". Nothing is sent anywhere.";
 
   const form = element("div", "mha-live-form");
-  form.append(
-    labelled("Sentence A", inputA),
-    labelled("Sentence B (optional)", inputB),
-  );
+  const fieldB = element("div", "mha-live-field");
+  const labelB = element("label", "", "Sentence B (optional)");
+  labelB.htmlFor = inputB.id;
+  const rowB = element("div", "mha-live-row");
+  rowB.append(inputB, clearB);
+  fieldB.append(labelB, rowB);
+  form.append(labelled("Sentence A", inputA), fieldB);
   const explorerSlot = element("div", "mha-live-explorer");
   const bertvizSlot = element("div", "mha-live-bertviz");
   bertvizSlot.append(element("p", "mha-live-note",
@@ -388,9 +398,9 @@
   function showExplorer(result) {
     const layer = Number(layerMenu.value);
     const pressed = explorerSlot.querySelector(".mha-token[aria-pressed=true]");
-    // At first, the word the lab's text speaks of ("flies"), or the
-    // first word; then the token the reader chose.
-    const opening = result.tokens.indexOf("flies");
+    // At first, the word the page asks for (params.query), or the first
+    // word; then the token the reader chose.
+    const opening = params.query ? result.tokens.indexOf(params.query) : -1;
     const query = Math.min(pressed ? Number(pressed.dataset.index)
       : opening >= 0 ? opening : 1, result.tokens.length - 1);
     const value = {
@@ -608,6 +618,7 @@
   async function run(textA, textB) {
     inputA.value = textA;
     inputB.value = textB || "";
+    clearB.disabled = inputB.value === "";
     editedAt = performance.now();
     return rerun();
   }
@@ -621,8 +632,11 @@
         await show(result);
         await nextFrame();
         api.waited = performance.now() - since;
+        const read = result.token_type_ids.includes(1)
+          ? "sentence A, then sentence B" : "sentence A alone";
         say("Ran " + params.name + " on " + result.tokens.length +
-          " tokens: " + api.waited.toFixed(0) + " ms from your last edit " +
+          " tokens: " + read + ". " + api.waited.toFixed(0) +
+          " ms from your last edit " +
           "to the last view drawn (the model itself: " +
           result.ms.toFixed(0) + " ms).");
       }
@@ -644,8 +658,14 @@
     load().then(rerun).catch(() => undefined);
   });
   let timer = null;
+  clearB.addEventListener("click", () => {
+    inputB.value = "";
+    inputB.dispatchEvent(new Event("input"));
+    inputB.focus();
+  });
   for (const input of [inputA, inputB]) {
     input.addEventListener("input", () => {
+      clearB.disabled = inputB.value === "";
       editedAt = performance.now();
       if (!worker) {
         return;

@@ -262,13 +262,21 @@ def download_bytes(live):
     )
 
 
-def live_lab(live, text_a, text_b="", layer=0):
+def live_lab(live, text_a, text_b="", layer=0, query=None):
     """The live lab's HTML: inputs, a download button, then the views.
+
+    The explorer opens on the first token equal to `query` (say "it"),
+    else on the first word.
 
     Nothing heavy is fetched until the reader presses the button. The page
     carries only this element and its parameters; wordpiece.js and live.js
     are served from SITE_FOLDER, as the model is (pages sit in book/).
     """
+    if query is not None and not isinstance(query, str):
+        raise ValueError(
+            f"query is the token to open the explorer on, such as 'it'; "
+            f"got {query!r}"
+        )
     params = {
         "folder": SITE_FOLDER,
         "model": "bert.onnx",
@@ -283,6 +291,7 @@ def live_lab(live, text_a, text_b="", layer=0):
         "text_a": text_a,
         "text_b": text_b,
         "layer": layer,
+        "query": query,
         "colours": HEAD_COLOURS,
     }
     folder = f"../{SITE_FOLDER}"
