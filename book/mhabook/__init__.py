@@ -6,7 +6,6 @@ views/        figures, the head explorer, BertViz, the live lab
 """
 
 from .experiments.checkpoint import Checkpoint, load_checkpoint, load_tokenizer
-from .experiments.verdicts import verdict
 from .layers import (
     AttentionHead,
     MultiHeadAttention,
@@ -17,6 +16,7 @@ from .layers import (
     zero_heads_hook,
 )
 from .views.explorer import head_explorer
+from .views.glued import verdict
 from .views.handmade import pronoun_heads
 from .views.plotting import (
     PALETTE,

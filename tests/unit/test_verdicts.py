@@ -84,11 +84,13 @@ def test_decide_names_a_missing_phrase_and_a_missing_rule():
 
 
 def test_a_glued_record_is_decided_again(monkeypatch):
+    from mhabook.views import glued as page
+
     glued = {}
     monkeypatch.setattr(
-        verdicts, "glue", lambda k, v, display: glued.update({k: v})
+        page, "glue", lambda k, v, display: glued.update({k: v})
     )
-    outcome = verdicts.verdict(
+    outcome = page.verdict(
         "claim",
         "above",
         (torch.tensor(1.4), 1.0),
@@ -109,3 +111,26 @@ def test_sign_near_says_just_inside_the_bar():
     assert verdicts.sign_near(-0.40, 0.28) == "negative"
     assert verdicts.sign_near(0.30, 0.28) == "positive"
     assert verdicts.sign_near(0.2, 0.28, margin=0.3) == "near"
+
+
+def test_the_measurements_import_no_page_rendering():
+    """Experiments return data; views draw and glue (issue 33)."""
+    import ast
+    from pathlib import Path
+
+    import mhabook
+
+    folder = Path(mhabook.__file__).parent / "experiments"
+    rendering = ("matplotlib", "IPython", "myst_nb")
+    found = []
+    for path in folder.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module]
+            found += [
+                (path.name, n) for n in names if n.split(".")[0] in rendering
+            ]
+    assert found == []

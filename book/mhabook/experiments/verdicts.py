@@ -9,14 +9,14 @@ its prose reads true on whatever checkpoint produced the numbers:
     verdict("claim_1", "above", (low, 1.0),
             {True: "holds", False: "does not hold"})
 
-``verdict`` also glues a record of the decision (``<name>__verdict``) that
-the tests read back from the executed notebook and decide again.
+``record`` gives the phrase and a record of the decision; the page's
+``verdict`` (mhabook.views.glued) glues both, the record as
+``<name>__verdict``, which the tests read back from the executed notebook
+and decide again. This module computes and glues nothing itself.
 """
 
 import json
 import math
-
-from myst_nb import glue
 
 
 def above(value, bar):
@@ -148,22 +148,21 @@ def decide(rule, args, phrases):
     return outcome, phrases[outcome]
 
 
-def verdict(name, rule, args, phrases):
-    """Decide `rule` on `args`, glue its phrase as `name`; return the outcome.
+def record(rule, args, phrases):
+    """(outcome, phrase, record): decide `rule` on `args`, with a JSON
+    record of the decision that a test can decide again (`check_record`).
 
     `phrases` maps each outcome of the rule to the words the text shows.
     """
     args = _plain(list(args))
     outcome, phrase = decide(rule, args, phrases)
-    glue(name, phrase, display=False)
-    record = {
+    data = {
         "rule": rule,
         "args": args,
         "outcome": outcome,
         "phrases": [[key, text] for key, text in phrases.items()],
     }
-    glue(f"{name}__verdict", json.dumps(record), display=False)
-    return outcome
+    return outcome, phrase, json.dumps(data)
 
 
 def check_record(phrase, record):
