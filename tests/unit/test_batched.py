@@ -239,3 +239,27 @@ def test_from_bert_reproduces_every_layer_of_a_tiny_bert():
             context = block.attention.self(hidden)[0]
             expected = block.attention.output.dense(context)
             torch.testing.assert_close(out, expected, **TIGHT)
+
+
+# What a reader may pass instead (issue 32): each refusal names the fix.
+
+
+def test_a_config_of_another_kind_is_named():
+    with pytest.raises(TypeError, match=r"BertConfig\(hidden_size=768"):
+        BatchedMultiHeadAttention(768, 12)
+    with pytest.raises(TypeError, match=r"BertConfig\(\*\*config\)"):
+        BatchedMultiHeadAttention({"hidden_size": 8, "num_attention_heads": 2})
+
+
+@pytest.mark.parametrize(
+    "shape, fix",
+    [
+        ((5, 8), r"hidden_state\[None\]"),
+        ((1, 5, 6), "give it 8 features"),
+        ((2, 1, 5, 8), r"reshape it to \(batch, tokens, 8\)"),
+    ],
+)
+def test_an_input_that_is_not_batch_tokens_width_is_refused(shape, fix):
+    batched = BatchedMultiHeadAttention(AttentionConfig(8, 2))
+    with pytest.raises(ValueError, match=rf"\(B, T, d\).*{fix}"):
+        batched(torch.randn(shape))

@@ -127,3 +127,61 @@ def test_an_unreachable_hub_is_decided_by_one_short_try(monkeypatch):
     monkeypatch.setattr(checkpoint.socket, "create_connection", unreachable)
     assert checkpoint.hub_reachable() is False
     assert calls == [2.0]
+
+
+# MHA_CHECKPOINT as a reader types it (issue 32)
+
+
+def test_a_relative_folder_is_found_from_where_the_command_ran(
+    tiny_model, tmp_path, monkeypatch
+):
+    """`make book` runs kernels in book/: a path relative to the shell's
+    folder ($PWD) still finds the checkpoint, as an absolute path."""
+    elsewhere = tmp_path / "book"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    monkeypatch.setenv("PWD", str(tiny_model.parent))
+    monkeypatch.setenv(checkpoint.ENV_VAR, tiny_model.name)
+    path, display, source = resolve()
+    assert path == str(tiny_model) and display == tiny_model.name
+    assert source == "local folder"
+
+
+def test_a_folder_under_home_or_the_repository_is_found(
+    tiny_model, monkeypatch
+):
+    monkeypatch.setenv("HOME", str(tiny_model.parent))
+    assert resolve(f"~/{tiny_model.name}")[0] == str(tiny_model)
+    monkeypatch.setattr(checkpoint, "ROOT", tiny_model.parent)
+    monkeypatch.setenv("PWD", "/")
+    assert resolve(tiny_model.name)[0] == str(tiny_model)
+
+
+def test_a_folder_that_is_not_there_says_where_it_looked(
+    tmp_path, monkeypatch
+):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(OSError, match="folder 'path/to/bert' not found") as e:
+        resolve("path/to/bert")
+    assert str(tmp_path / "path" / "to" / "bert") in str(e.value)
+    assert "Repo id" not in str(e.value)
+    with pytest.raises(OSError, match="Set MHA_CHECKPOINT to the folder"):
+        resolve("./bert")
+
+
+def test_a_file_or_a_folder_without_config_or_weights_is_explained(
+    tiny_model, tmp_path
+):
+    weights = next(tiny_model.glob("*.safetensors"))
+    with pytest.raises(OSError, match="is a file.*the folder that holds"):
+        resolve(str(weights))
+    with pytest.raises(OSError, match="has no config.json.*save_pretrained"):
+        load_checkpoint(str(tmp_path))
+    (tmp_path / "config.json").write_bytes(
+        (tiny_model / "config.json").read_bytes()
+    )
+    for name in ("vocab.txt", "tokenizer.json", "tokenizer_config.json"):
+        if (tiny_model / name).exists():
+            (tmp_path / name).write_bytes((tiny_model / name).read_bytes())
+    with pytest.raises(OSError, match="no weights.*save_pretrained"):
+        load_checkpoint(str(tmp_path))

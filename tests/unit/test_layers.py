@@ -98,3 +98,77 @@ def test_heads_that_do_not_divide_fail_with_the_fix(hidden, heads, nearest):
 
 def test_head_dim():
     assert head_dim_for(768, 12) == 64
+
+
+# What a reader may pass instead (issue 32): each refusal names the fix.
+
+
+@pytest.mark.parametrize(
+    "args, fix",
+    [
+        ((768, 12), r"BertConfig\(hidden_size=768, num_attention_heads=12\)"),
+        (({"hidden_size": 8, "num_attention_heads": 2},), r"BertConfig\(\*\*"),
+        ((config(8.0, 2),), "whole-number"),
+        ((SimpleNamespace(hidden_size=8),), "num_attention_heads"),
+    ],
+)
+def test_a_config_of_another_kind_is_named(args, fix):
+    with pytest.raises(TypeError, match=f"MultiHeadAttention takes.*{fix}"):
+        MultiHeadAttention(*args)
+
+
+def test_a_config_with_the_two_sizes_is_enough():
+    layer = MultiHeadAttention(config(8, 2))
+    assert layer(torch.randn(1, 3, 8))[1].shape == (1, 2, 3, 3)
+
+
+@pytest.mark.parametrize(
+    "shape, fix",
+    [
+        ((5, 8), r"hidden_state\[None\]"),
+        ((1, 5, 6), "give it 8 features"),
+        ((2, 1, 5, 8), r"reshape it to \(batch, tokens, 8\)"),
+    ],
+)
+def test_an_input_that_is_not_batch_tokens_width_is_refused(shape, fix):
+    layer = MultiHeadAttention(config(8, 2))
+    with pytest.raises(ValueError, match=rf"\(B, T, d\).*{fix}"):
+        layer(torch.randn(shape))
+
+
+@pytest.mark.parametrize(
+    "mask, fix",
+    [
+        (torch.ones(3, 3), r"mask.bool\(\)"),
+        (torch.ones(3, 3, dtype=torch.int64), r"mask.bool\(\)"),
+        ([[True] * 3] * 3, "pass a bool tensor"),
+        (torch.ones(4, 4, dtype=torch.bool), r"\(T_q, T_k\) = \(3, 3\)"),
+    ],
+)
+def test_a_mask_that_is_not_bool_or_does_not_fit_is_explained(mask, fix):
+    q = torch.randn(2, 3, 4)
+    with pytest.raises(ValueError, match=fix):
+        scaled_dot_product_attention(q, q, q, mask)
+    with pytest.raises(ValueError, match=fix):
+        MultiHeadAttention(config(8, 2))(torch.randn(2, 3, 8), mask)
+
+
+def test_a_mask_with_the_batch_axis_fits():
+    mask = torch.ones(2, 3, 3, dtype=torch.bool).tril()
+    q = torch.randn(2, 3, 4)
+    _, weights = scaled_dot_product_attention(q, q, q, mask)
+    assert (weights[~mask] == 0).all()
+
+
+def test_sizes_that_are_not_whole_numbers_are_refused():
+    with pytest.raises(TypeError, match="whole numbers"):
+        head_dim_for(768.0, 12)
+
+
+def test_a_pointer_target_must_be_a_whole_position():
+    from mhabook import pointer_head
+
+    assert pointer_head([torch.tensor(1), 0]).argmax(-1).tolist() == [1, 0]
+    for wrong in (1.5, 2, -1):
+        with pytest.raises(ValueError, match="use 0 to 1"):
+            pointer_head([wrong, None])

@@ -263,3 +263,32 @@ def test_attention_grid_refuses_ragged_rows_and_wrong_maps():
         attention_grid([[np.eye(2)], [np.eye(2)] * 2], "ab", [["a"], ["b"]])
     with pytest.raises(ValueError, match="2 tokens need 2x2 maps"):
         attention_grid([[np.eye(3)]], "ab", [["a"]])
+
+
+def test_shape_flow_refuses_a_width_that_does_not_split():
+    with pytest.raises(ValueError, match="768.*7.*such as 6 or 8"):
+        shape_flow(1, 5, 768, 7)
+    with pytest.raises(ValueError, match="tokens is 0: give a whole number"):
+        shape_flow(1, 0, 768, 12)
+
+
+def test_shape_flow_of_many_heads_draws_the_first_ten_and_the_last():
+    fig = shape_flow(1, 5, 768, 64)
+    texts = " ".join(t.get_text() for t in fig.axes[0].texts)
+    assert texts.count("[1, 5, 12]") == 11
+    assert "head 9:" in texts and "head 63:" in texts
+    assert "head 10:" not in texts and "heads 10 to 62" in texts
+    twelve = shape_flow(1, 5, 768, 12).get_size_inches()[1]
+    assert fig.get_size_inches()[1] == twelve
+
+
+def test_head_matrices_and_heatmaps_name_the_fix_for_their_sizes():
+    from mhabook import MultiHeadAttention
+    from mhabook.layers.all_heads import AttentionConfig
+    from mhabook.views.plotting import head_matrices
+
+    layer = MultiHeadAttention(AttentionConfig(8, 2))
+    with pytest.raises(ValueError, match="pass the first 8 tokens"):
+        head_matrices(layer, torch.randn(1, 9, 8), list("abcdefghi"))
+    with pytest.raises(ValueError, match="pass one label per row"):
+        attention_heatmap(torch.eye(3), ["a", "b"])

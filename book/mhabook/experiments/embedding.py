@@ -15,13 +15,27 @@ DATA = Path(__file__).resolve().parents[2] / "data"
 
 
 def load_lines(name):
-    """The non-empty, non-comment lines of book/data/<name>."""
-    lines = (DATA / name).read_text(encoding="utf-8").splitlines()
+    """The non-empty, non-comment lines of book/data/<name> (a byte-order
+    mark, as some editors save one, is dropped)."""
+    path = DATA / name
+    if not path.is_file():
+        there = ", ".join(
+            sorted(p.name for p in DATA.glob("*") if p.is_file())
+        )
+        raise FileNotFoundError(
+            f"no file {name!r} in {DATA}: use one of {there}, or put yours "
+            f"there"
+        )
+    lines = path.read_text(encoding="utf-8-sig").splitlines()
     return [line for line in lines if line.strip() and line[0] != "#"]
 
 
 def sentence_embeddings(model, tokenizer, sentences, batch_size=64):
     """(N, d): each sentence's mean-pooled last hidden state."""
+    if isinstance(sentences, str):
+        raise TypeError(
+            "sentences is one string: pass a list of sentences, [sentence]"
+        )
     if not sentences:
         raise ValueError("no sentences to embed: pass a non-empty list")
     pooled = []

@@ -10,7 +10,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .many_heads import MultiHeadAttention, head_dim_for
+from .many_heads import MultiHeadAttention, check_input, head_dim_for, sizes_of
 
 
 @dataclass(frozen=True)
@@ -43,15 +43,16 @@ class BatchedMultiHeadAttention(nn.Module):
     """Multi-head attention without a loop over heads: one projection
     makes every head's q, k and v; two batched matmuls serve all heads."""
 
-    def __init__(self, config):
+    def __init__(self, config, *extra):
         super().__init__()
-        self.num_heads = config.num_attention_heads
-        self.head_dim = head_dim_for(config.hidden_size, self.num_heads)
+        hidden, self.num_heads = sizes_of(config, *extra, layer=self)
+        self.head_dim = head_dim_for(hidden, self.num_heads)
         # rows [0, C): every head's query, [C, 2C): keys, [2C, 3C): values
-        self.qkv = nn.Linear(config.hidden_size, 3 * config.hidden_size)
-        self.output_linear = nn.Linear(config.hidden_size, config.hidden_size)
+        self.qkv = nn.Linear(hidden, 3 * hidden)
+        self.output_linear = nn.Linear(hidden, hidden)
 
     def forward(self, hidden_state, mask=None, need_weights=True):
+        check_input(hidden_state, self.qkv.in_features)  # (B, T, C)
         B, T, C = hidden_state.shape
         h, d_k = self.num_heads, self.head_dim
         mask = check_mask(mask, B, T)  # None or (B, 1, T, T)

@@ -20,19 +20,25 @@ def pointer_head(targets, strength=4.0):
     K = torch.eye(num_tokens)  # (T, T): key j is e_j
     Q = torch.zeros(num_tokens, num_tokens)  # (T, T)
     for i, target in enumerate(targets):
-        if target is not None and not 0 <= target < num_tokens:
+        whole = isinstance(target, int) or getattr(target, "ndim", 1) == 0
+        if target is not None and not (whole and 0 <= target < num_tokens):
             raise ValueError(
-                f"target {target} is not a token position; use 0 to "
-                f"{num_tokens - 1} or None"
+                f"target {target!r} is not a token position; use 0 to "
+                f"{num_tokens - 1} (whole numbers) or None"
             )
         if target is not None:
-            Q[i, target] = strength * math.sqrt(num_tokens)
+            Q[i, int(target)] = strength * math.sqrt(num_tokens)
     _, weights = scaled_dot_product_attention(Q, K, K)
     return weights
 
 
 def head_dim_for(embed_dim, num_heads):
     """Return embed_dim // num_heads, or explain why it does not divide."""
+    if not all(hasattr(n, "__index__") for n in (embed_dim, num_heads)):
+        raise TypeError(
+            f"sizes are whole numbers: got {embed_dim!r} and {num_heads!r}; "
+            f"use int(...)"
+        )
     if num_heads < 1 or embed_dim % num_heads:
         fits = [h for h in range(1, embed_dim + 1) if embed_dim % h == 0]
         below = [h for h in fits if h < num_heads][-1:]
@@ -47,13 +53,57 @@ def head_dim_for(embed_dim, num_heads):
     return embed_dim // num_heads
 
 
+def sizes_of(config, *extra, layer="the layer"):
+    """(hidden_size, num_attention_heads) of a config, or a TypeError that
+    names the config the layers take."""
+    names = ("hidden_size", "num_attention_heads")
+    sizes = [getattr(config, name, None) for name in names]
+    whole = [type(n) is not bool and hasattr(n, "__index__") for n in sizes]
+    if not extra and all(whole):
+        return tuple(int(s) for s in sizes)
+    name = type(layer).__name__ if isinstance(layer, nn.Module) else layer
+    if isinstance(config, dict):
+        fix = f"{name}(BertConfig(**config))"
+    elif isinstance(config, int) and len(extra) == 1:
+        fix = (
+            f"{name}(BertConfig(hidden_size={config}, "
+            f"num_attention_heads={extra[0]}))"
+        )
+    else:
+        fix = f"{name}(BertConfig(hidden_size=768, num_attention_heads=12))"
+    given = ", ".join(repr(a) for a in (config, *extra))
+    raise TypeError(
+        f"{name} takes one config with whole-number hidden_size and "
+        f"num_attention_heads (a BertConfig, say), not {given}: use {fix}"
+    )
+
+
+def check_input(hidden_state, embed_dim):
+    """Refuse an input that is not (B, T, d), with the fix in the error."""
+    shape = tuple(getattr(hidden_state, "shape", ()))
+    if torch.is_tensor(hidden_state) and len(shape) == 3:
+        if shape[-1] == embed_dim:
+            return
+        fix = f"give it {embed_dim} features, or build the layer that wide"
+    elif len(shape) == 2 and shape[-1] == embed_dim:
+        fix = "add the batch axis, hidden_state[None] for a batch of one"
+    elif torch.is_tensor(hidden_state):
+        fix = f"reshape it to (batch, tokens, {embed_dim})"
+    else:
+        shape = type(hidden_state).__name__
+        fix = "pass a tensor, such as torch.randn(1, 5, d)"
+    raise ValueError(
+        f"hidden_state is {shape}; the layer takes (B, T, d) with "
+        f"d = {embed_dim}: {fix}"
+    )
+
+
 class MultiHeadAttention(nn.Module):
     """num_heads AttentionHeads side by side, concatenated, then mixed."""
 
-    def __init__(self, config):
+    def __init__(self, config, *extra):
         super().__init__()
-        embed_dim = config.hidden_size
-        num_heads = config.num_attention_heads
+        embed_dim, num_heads = sizes_of(config, *extra, layer=self)
         head_dim = head_dim_for(embed_dim, num_heads)
         self.heads = nn.ModuleList(
             AttentionHead(embed_dim, head_dim) for _ in range(num_heads)
@@ -61,6 +111,7 @@ class MultiHeadAttention(nn.Module):
         self.output_linear = nn.Linear(embed_dim, embed_dim)
 
     def forward(self, hidden_state, mask=None):
+        check_input(hidden_state, self.output_linear.in_features)  # (B, T, d)
         # 1. attend: every head reads the whole hidden state
         results = [head(hidden_state, mask) for head in self.heads]
         outputs, weights = zip(*results)

@@ -21,11 +21,33 @@ def scaled_dot_product_attention(query, key, value, mask=None):
     # (..., T_q, d_k) @ (..., d_k, T_k) -> (..., T_q, T_k)
     scores = query @ key.transpose(-2, -1) / math.sqrt(dim_k)
     if mask is not None:
+        check_attention_mask(mask, scores)  # bool, and fits the scores
         scores = scores.masked_fill(~mask, float("-inf"))
     weights = torch.softmax(scores, dim=-1)
     if mask is not None:
         weights = weights.masked_fill(~mask.any(-1, keepdim=True), 0.0)
     return weights @ value, weights
+
+
+def check_attention_mask(mask, scores):
+    """Refuse a mask that is not bool, or that does not fit the scores
+    (..., T_q, T_k) it masks, with a ValueError that names the fix."""
+    if not torch.is_tensor(mask) or mask.dtype != torch.bool:
+        kind = mask.dtype if torch.is_tensor(mask) else type(mask).__name__
+        raise ValueError(
+            f"mask is {kind}; pass a bool tensor, True where a query may "
+            f"attend (mask.bool() turns a 0/1 mask into one)"
+        )
+    try:
+        fits = torch.broadcast_shapes(mask.shape, scores.shape) == scores.shape
+    except RuntimeError:  # the shapes do not broadcast
+        fits = False
+    if not fits:
+        raise ValueError(
+            f"mask has shape {tuple(mask.shape)}, which does not fit the "
+            f"scores {tuple(scores.shape)}: pass a (T_q, T_k) = "
+            f"{tuple(scores.shape[-2:])} mask, or one with their leading axes"
+        )
 
 
 class AttentionHead(nn.Module):

@@ -2,6 +2,7 @@
 
 import torch
 
+from ..experiments.inputs import word_position
 from ..layers.many_heads import pointer_head
 
 
@@ -13,12 +14,22 @@ def pronoun_heads(tokens, subject, pronoun, verbs, strength=4.0):
     verb; and coreference, where only the pronoun looks (at the subject)
     while every other token spreads its attention evenly.
     """
+    tokens = list(tokens)
+    if isinstance(verbs, str):  # one verb
+        verbs = (verbs,)
+    if not tokens or not verbs:
+        raise ValueError(
+            "give pronoun_heads a sentence's words (sentence.split()) and at "
+            "least one verb, such as verbs=('sat', 'was')"
+        )
+    why = "pronoun_heads looks for each word as it is written."
+    for name, word in [("subject", subject), ("pronoun", pronoun)] + [
+        ("verbs", verb) for verb in verbs
+    ]:
+        word_position(tokens, word, " ".join(tokens), name=name, why=why)
     where = {}
     for i, token in enumerate(tokens):
         where.setdefault(token, i)
-    missing = [w for w in (subject, pronoun, *verbs) if w not in where]
-    if missing:
-        raise ValueError(f"{missing} not among the tokens {list(tokens)}")
     verb_at = [where[v] for v in verbs]
     coreference = [None] * len(tokens)
     coreference[where[pronoun]] = where[subject]

@@ -95,7 +95,8 @@ def attention_heatmap(weights, tokens, ax=None, title=None, annotate=True):
     if weights.shape != (len(tokens), len(tokens)):
         raise ValueError(
             f"{len(tokens)} tokens need a {len(tokens)}x{len(tokens)} map, "
-            f"got {weights.shape}"
+            f"got {weights.shape}: pass one label per row of the map (the "
+            f"tokens the map was computed on)"
         )
     if ax is None:
         _, ax = plt.subplots(figsize=(3.6, 3.2))
@@ -237,14 +238,34 @@ def _arrow(ax, start, end):
     )
 
 
+SHAPE_FLOW_HEADS = 12  # heads drawn at most; more: 0 to 9, a gap, the last
+
+
 def shape_flow(batch, tokens, hidden, num_heads):
     """Follow the tensor shapes through one multi-head attention layer,
     top to bottom: the input, the heads (two to a row), their
-    concatenation and the output projection."""
-    head_dim = hidden // num_heads
+    concatenation and the output projection. Sizes that do not make a
+    layer (a width that does not split into the heads) are refused; of
+    more than 12 heads, heads 0 to 9 and the last are drawn."""
+    from ..layers.many_heads import head_dim_for
+
+    sizes = {"batch": batch, "tokens": tokens}
+    for name, size in sizes.items():
+        if (
+            isinstance(size, bool)
+            or not hasattr(size, "__index__")
+            or size < 1
+        ):
+            raise ValueError(
+                f"{name} is {size!r}: give a whole number of at least 1"
+            )
+    head_dim = head_dim_for(hidden, num_heads)  # refuses what won't split
     x_shape = f"[{batch}, {tokens}, {hidden}]"
     h_shape = f"[{batch}, {tokens}, {head_dim}]"
-    rows = (num_heads + 1) // 2
+    shown = list(range(num_heads))
+    if num_heads > SHAPE_FLOW_HEADS:
+        shown = list(range(SHAPE_FLOW_HEADS - 2)) + [None, num_heads - 1]
+    rows = (len(shown) + 1) // 2
     height = rows + 4.2  # in row units: input, title, heads, concat, output
     fig, ax = plt.subplots(figsize=(4.8, 0.42 * height + 0.2))
     ax.set_xlim(0, 10)
@@ -274,10 +295,14 @@ def shape_flow(batch, tokens, hidden, num_heads):
             lw=0.8,
         )
     )
-    for i in range(num_heads):
-        x = 2.6 if i % 2 == 0 else 7.4
-        y = top - 1.9 - i // 2
-        _box(ax, x, y, 4.4, 0.7, f"head {i}: {h_shape}", PALETTE[1])
+    for slot, i in enumerate(shown):
+        x = 2.6 if slot % 2 == 0 else 7.4
+        y = top - 1.9 - slot // 2
+        if i is None:
+            gap = f"heads {SHAPE_FLOW_HEADS - 2} to {num_heads - 2}"
+            ax.text(x, y, f"⋯ {gap} ⋯", ha="center", va="center", fontsize=9)
+        else:
+            _box(ax, x, y, 4.4, 0.7, f"head {i}: {h_shape}", PALETTE[1])
     _arrow(ax, (5.0, top - 0.36), (5.0, top - 0.7))
     _arrow(ax, (5.0, heads_low - 0.05), (5.0, concat_y + 0.36))
     _box(ax, 5.0, concat_y, 6.4, 0.7, f"concat {x_shape}", PALETTE[2])
@@ -471,7 +496,8 @@ def head_matrices(layer, hidden_state, tokens, cell=0.19):
         raise ValueError(
             f"draw a small example: at most 8 tokens (one label each, "
             f"got {len(tokens)} for {num_tokens}) and a width of at most 16"
-            f" (got {width})"
+            f" (got {width}); pass the first 8 tokens, hidden_state[:, :8], "
+            f"and a layer of hidden_size 16 or less"
         )
     hidden = hidden_state.reshape(1, num_tokens, width)
     rows, outputs = [], []

@@ -1,0 +1,171 @@
+"""What a reader types into a page, checked where it is typed.
+
+A page that reads a sentence checks it with `check_sentence`: too few
+tokens, or more than the checkpoint reads, is a ValueError that names the
+fix; a word the tokenizer changes (lower-cased, punctuation split off, cut
+into pieces, unknown) is a printed note, and the page goes on.
+`word_position` finds a word a cell needs among the tokens, or says why it
+is not there: absent from the sentence, cut into pieces, or changed by
+lower-casing or punctuation. `note_unless` prints a note where a claim the
+text makes about the default example does not hold for the reader's input,
+so that the page runs on and draws the next figure.
+"""
+
+import string
+
+PUNCTUATION = set(string.punctuation)
+
+
+def note_unless(holds, message):
+    """Print "Note: <message>" unless `holds`; return whether it held."""
+    holds = bool(holds)
+    if not holds:
+        print(f"Note: {message}")
+    return holds
+
+
+def _is_punctuation(text):
+    return bool(text) and all(c in PUNCTUATION for c in text)
+
+
+def _whole_words(tokens, special=()):
+    """The tokens that are words of their own: no piece, no punctuation."""
+    return [
+        t
+        for i, t in enumerate(tokens)
+        if not t.startswith("##")
+        and not (i + 1 < len(tokens) and tokens[i + 1].startswith("##"))
+        and not _is_punctuation(t)
+        and t not in special
+    ]
+
+
+def _such_as(words, count=4):
+    words = list(dict.fromkeys(words))[:count]
+    return ", ".join(repr(w) for w in words) if words else "(none)"
+
+
+def changes(tokenizer, text):
+    """How the tokenizer changes each word of `text` (split at spaces),
+    in words: [(word, pieces, what it did)], for the words it changes."""
+    special = set(tokenizer.all_special_tokens)
+    found = []
+    for word in text.split():
+        pieces = tokenizer.tokenize(word)
+        if pieces == [word]:
+            continue
+        did = []
+        if tokenizer.unk_token in pieces:
+            did.append("does not know it ([UNK])")
+        if any(_is_punctuation(p) for p in pieces) and not _is_punctuation(
+            word
+        ):
+            did.append("splits off its punctuation")
+        if any(p.startswith("##") for p in pieces):
+            did.append("cuts it into pieces")
+        core = "".join(c for c in word if c not in PUNCTUATION)
+        kept = "".join(
+            p.removeprefix("##")
+            for p in pieces
+            if not _is_punctuation(p) and p not in special
+        )
+        if core != core.lower() and kept == core.lower():
+            did.append("lower-cases it")
+        elif kept and kept != core and not did:
+            did.append("changes its letters (accents, case)")
+        found.append((word, pieces, " and ".join(did) or "changes it"))
+    return found
+
+
+def check_sentence(tokenizer, text, at_least=1, at_most=None):
+    """The sentence's tokens (no [CLS] or [SEP]), checked for a page.
+
+    Fewer than `at_least` tokens, or more than `at_most` (the positions a
+    checkpoint reads), is a ValueError that says what to type. A word the
+    tokenizer changes gets a printed note, and the page goes on with the
+    tokens it made.
+    """
+    if not isinstance(text, str):
+        raise TypeError(
+            f"text is a {type(text).__name__}; type the sentence as a "
+            f'string, such as text = "time flies like an arrow"'
+        )
+    tokens = tokenizer.tokenize(text)
+    if len(tokens) < at_least:
+        raise ValueError(
+            f"{text!r} gives {len(tokens)} token(s) and this page needs at "
+            f"least {at_least}, one row of attention each: type a sentence "
+            f'of at least {at_least} words, such as "time flies like an '
+            f'arrow"'
+        )
+    if at_most is not None and len(tokens) > at_most:
+        raise ValueError(
+            f"the sentence gives {len(tokens)} tokens and the checkpoint "
+            f"reads at most {at_most} (its position embeddings): use a "
+            f"shorter sentence"
+        )
+    changed = changes(tokenizer, text)
+    if changed:
+        said = "; ".join(
+            f"{word!r} -> {', '.join(map(repr, pieces))} (it {did})"
+            for word, pieces, did in changed
+        )
+        print(
+            f"Note: the tokenizer changes some words: {said}. The rows and "
+            f"columns below are its {len(tokens)} tokens, not your words."
+        )
+    return tokens
+
+
+def word_position(tokens, word, text=None, tokenizer=None, name=None, why=""):
+    """The position of `word` among `tokens` (its first occurrence), or a
+    ValueError that says why it is not there and what to use instead.
+
+    tokens: a tokenizer's tokens (pass the `tokenizer` and the `text` for
+    the best message) or words split at spaces. name: the variable the
+    reader sets the word in, named in the fix; why: a sentence saying what
+    the cell needs the word for.
+    """
+    tokens = list(tokens)
+    if word in tokens:
+        return tokens.index(word)
+    special = set(tokenizer.all_special_tokens) if tokenizer else set()
+    whole = _whole_words(tokens, special)
+    where = f"the sentence {text!r}" if text is not None else "the tokens"
+    pieces = tokenizer.tokenize(word) if tokenizer else [word]
+    core = "".join(c for c in str(word) if c not in PUNCTUATION)
+    in_text = text is not None and str(word).lower() in text.lower()
+    same_case = [t for t in tokens if t.lower() == str(word).lower()]
+    bare = [t for t in tokens if core and t.strip(string.punctuation) == core]
+    if not tokens:
+        problem = f"{where} has no tokens" if text else "there is no token"
+        fix = "type a sentence that has the word"
+    elif len(pieces) == 1 and pieces[0] in tokens:
+        problem = (
+            f"the tokenizer reads {word!r} as {pieces[0]!r} (it lower-cases "
+            f"words and splits off punctuation)"
+        )
+        fix = f"use {pieces[0]!r} instead"
+    elif any(p.startswith("##") for p in pieces) and (
+        in_text or all(p in tokens for p in pieces)
+    ):
+        problem = (
+            f"the tokenizer cuts {word!r} into the pieces "
+            f"{', '.join(map(repr, pieces))}, so no one token stands for it"
+        )
+        fix = f"use a word it keeps whole, such as {_such_as(whole)}"
+    elif core and core != word and core in tokens:
+        problem = f"{word!r} carries punctuation that the token {core!r} lacks"
+        fix = f"use {core!r} instead"
+    elif same_case:
+        problem = f"{word!r} is written {same_case[0]!r} in {where}"
+        fix = f"use {same_case[0]!r} instead"
+    elif bare:
+        problem = f"{word!r} is written {bare[0]!r} in {where}"
+        fix = f"use {bare[0]!r}, or drop the punctuation from the sentence"
+    else:
+        problem = f"{word!r} is not in {where}"
+        fix = f"use words it has, such as {_such_as(whole)}"
+    why = f" {why.strip()}" if why else ""
+    fix = f"For {name}, {fix}" if name else fix[0].upper() + fix[1:]
+    raise ValueError(f"{problem}.{why} {fix}.")

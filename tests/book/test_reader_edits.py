@@ -1,0 +1,792 @@
+"""A reader who changes a cell gets a working page or an error that says
+what to do (issue 32).
+
+Each edit below changes a notebook as a reader would: it finds a cell by a
+string only that cell holds and replaces a string in it
+(tests/tools/edit_notebook.py). The notebook then runs from its imports
+cell through the edited cell, or through `until`, the cell where the change
+shows, not to its end unless the edit needs it. Each edit expects one of
+two outcomes:
+
+- it runs through (`refuses` is None); `notes` says whether the page must
+  print a "Note:" (the text's claim about the default example does not
+  hold for this input) or must not (the default example itself);
+- it stops with an error of the chapter's own (`refuses`, a pattern the
+  message must hold): a ValueError, TypeError or OSError, or an
+  AssertionError with a message (the property checks of all_heads), whose
+  message names the fix, that is holds one of HINTS or an expected shape
+  such as (B, T, d). It must stop in the edited cell or in `at`, the cell
+  that reads what the edit changed: never far from the edit.
+
+Never a bare AssertionError, an IndexError, a KeyError, a
+ZeroDivisionError or any other error: those fail the test.
+
+The edits share one kernel (imports load once; `%reset -f` clears the
+names between edits; figures are made on Agg and closed unrendered, the
+build renders the page's). They do not need the book build, so this file
+runs while it builds.
+"""
+
+import os
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+BOOK = ROOT / "book"
+sys.path.insert(0, str(ROOT / "tests" / "tools"))
+from edit_notebook import edit_source, find_cell  # noqa: E402
+
+CHAPTERS_OWN = ("ValueError", "TypeError", "OSError", "AssertionError")
+HINTS = re.compile(
+    r"\b(use|pass|set|give|keep|type|put|add|choose|call|check|fill|"
+    r"reshape|save|stack|scale|split|join|export|apply|score|return|"
+    r"concatenate|build|mask|select|unset)\b|\(B, T|\(T, T\)",
+    re.IGNORECASE,
+)
+CELL_TIMEOUT = 300  # s
+
+
+@dataclass(frozen=True)
+class Edit:
+    notebook: str
+    kind: str  # what a reader did, for the report
+    changes: tuple = ()  # (a string the cell holds, old, new), in order
+    until: str | None = None  # a string the last cell to run holds; "END"
+    refuses: str | None = None  # a pattern of the chapter's error
+    at: str | None = None  # the cell the refusal comes from, if not edited
+    notes: bool | None = None  # must (True) or must not (False) print one
+
+    @property
+    def name(self):
+        return f"{self.notebook}-{self.kind}"
+
+
+def change(contains, old, new):
+    return (contains, old, new)
+
+
+# The cells the edits find (a string each holds once).
+ONE_TEXT = 'text = "time flies like an arrow"'
+MANY_TEXT = "linked = "
+ALL_INPUT = "loop = MultiHeadAttention(config)"
+LAB_1 = 'sentence = "the cat sat on the mat because it was tired"'
+ONE_END = "tied = AttentionHead("  # the last cell of one_head
+MANY_QKV = "def qkv_parameters(heads):"  # the last cell before training
+MANY_END = "previous = pointer_head("
+ALL_END = "both = causal_mask(5) & padding_mask(lengths, 5)"
+LAB_1_END = 'glue("coref_weight"'
+
+DEFAULT = '"time flies like an arrow"'
+
+
+def one_text(new):
+    return change(ONE_TEXT, DEFAULT, new)
+
+
+def many_text(new, linked=None):
+    edits = [change(MANY_TEXT, DEFAULT, new)]
+    if linked:
+        edits.append(change(MANY_TEXT, '"time", "flies"', linked))
+    return tuple(edits)
+
+
+EDITS = [
+    # one_head: the sentence, the sizes, the formula, the order
+    Edit("one_head", "default", until=ONE_END, notes=False),
+    Edit(
+        "one_head",
+        "repeated word",
+        (one_text('"the cat sat on the mat"'),),
+        until=ONE_END,
+        notes=True,
+    ),
+    Edit("one_head", "two words", (one_text('"time flies"'),), ONE_END),
+    Edit(
+        "one_head",
+        "capital and period",
+        (one_text('"Time flies like an arrow."'),),
+        until=ONE_END,
+        notes=True,
+    ),
+    Edit(
+        "one_head",
+        "word cut into pieces",
+        (one_text('"time flies like an arrowhead"'),),
+        until=ONE_TEXT,
+        notes=True,
+    ),
+    Edit(
+        "one_head",
+        "unknown character",
+        (one_text('"time flies 🙂"'),),
+        until=ONE_TEXT,
+        notes=True,
+    ),
+    Edit(
+        "one_head",
+        "empty sentence",
+        (one_text('""'),),
+        refuses="at least 2 words",
+    ),
+    Edit(
+        "one_head",
+        "longer than the positions",
+        (one_text('"time " * 600'),),
+        refuses="reads at most 512.*shorter sentence",
+    ),
+    Edit(
+        "one_head",
+        "width 256, 4 heads",
+        (
+            change(
+                ONE_TEXT,
+                "config = BertConfig()",
+                "config = BertConfig(hidden_size=256, num_attention_heads=4)",
+            ),
+        ),
+        until=ONE_END,
+    ),
+    Edit(
+        "one_head",
+        "width 64",
+        (
+            change(
+                ONE_TEXT,
+                "config = BertConfig()",
+                "config = BertConfig(hidden_size=64, num_attention_heads=4)",
+            ),
+        ),
+        until=ONE_END,
+        notes=True,
+    ),
+    Edit(
+        "one_head",
+        "no division by sqrt(d_k)",
+        (
+            change(
+                "def scaled_dot_product_attention(",
+                " / math.sqrt(dim_k)",
+                "",
+            ),
+        ),
+        until=ONE_END,
+        notes=True,
+    ),
+    Edit(
+        "one_head",
+        "old order, shorter sentence",
+        (
+            one_text('"time flies like"'),
+            change(
+                "order = torch.arange(",
+                "torch.arange(len(tokens)).flip(0)",
+                "torch.tensor([4, 2, 0, 3, 1])",
+            ),
+        ),
+        until="order = torch.arange(",
+        refuses="use an order that lists 0 to 2 once",
+    ),
+    Edit(
+        "one_head",
+        "random order",
+        (
+            change(
+                "order = torch.arange(",
+                "torch.arange(len(tokens)).flip(0)",
+                "torch.randperm(len(tokens))",
+            ),
+        ),
+        until="order = torch.arange(",
+    ),
+    Edit(
+        "one_head",
+        "float 0/1 mask",
+        (
+            change(
+                "head = AttentionHead(config.hidden_size, head_dim)",
+                "head(inputs_embeds)",
+                "head(inputs_embeds, torch.ones(len(tokens), len(tokens)))",
+            ),
+        ),
+        refuses=r"mask.bool\(\)",
+    ),
+    Edit(
+        "one_head",
+        "causal bool mask",
+        (
+            change(
+                "head = AttentionHead(config.hidden_size, head_dim)",
+                "head(inputs_embeds)",
+                "head(inputs_embeds, torch.ones(len(tokens), len(tokens))"
+                ".bool().tril())",
+            ),
+        ),
+        until="title = f",
+    ),
+    Edit(
+        "one_head",
+        "checkpoint folder not there",
+        (
+            change(
+                ONE_TEXT,
+                "load_checkpoint()",
+                'load_checkpoint("path/to/bert")',
+            ),
+        ),
+        refuses="checkpoint folder 'path/to/bert' not found. Looked in",
+    ),
+    # many_heads: the sentence and its two words, the config, the layer
+    Edit("many_heads", "default", until=MANY_END, notes=False),
+    Edit(
+        "many_heads",
+        "new sentence, words kept",
+        many_text('"the cat sat on the mat"'),
+        refuses="'time' is not in the sentence.*For linked, use words",
+    ),
+    Edit(
+        "many_heads",
+        "new sentence and words",
+        many_text('"the cat sat on the mat"', '"cat", "sat"'),
+        until=MANY_QKV,
+    ),
+    Edit(
+        "many_heads",
+        "capitalised word",
+        many_text('"Time flies like an arrow."', '"Time", "flies"'),
+        refuses="reads 'Time' as 'time'.*use 'time' instead",
+    ),
+    Edit(
+        "many_heads",
+        "absent word",
+        many_text(DEFAULT, '"time", "fly"'),
+        refuses="'fly' is not in the sentence",
+    ),
+    Edit(
+        "many_heads",
+        "word cut into pieces",
+        many_text('"time flies like an arrowhead"', '"time", "arrowhead"'),
+        refuses="cuts 'arrowhead' into the pieces",
+    ),
+    Edit(
+        "many_heads",
+        "long sentence",
+        many_text(
+            '"the quick brown fox jumps over the lazy dog in the rain"',
+            '"fox", "jumps"',
+        ),
+        until="shown = tokens",
+    ),
+    Edit(
+        "many_heads",
+        "the exercise through config: 2 heads",
+        (
+            change(
+                MANY_TEXT,
+                "config = BertConfig()",
+                "config = BertConfig(num_attention_heads=2)",
+            ),
+        ),
+        until=MANY_QKV,
+    ),
+    Edit(
+        "many_heads",
+        "width 256, 4 heads",
+        (
+            change(
+                MANY_TEXT,
+                "config = BertConfig()",
+                "config = BertConfig(hidden_size=256, num_attention_heads=4)",
+            ),
+        ),
+        until=MANY_QKV,
+    ),
+    Edit(
+        "many_heads",
+        "5 heads for 768",
+        (
+            change(
+                MANY_TEXT,
+                "config = BertConfig()",
+                "config = BertConfig(num_attention_heads=5)",
+            ),
+        ),
+        until="multi_head_overview(",
+        refuses="such as 4 or 6",
+        at="multi_head_overview(",
+    ),
+    Edit(
+        "many_heads",
+        "a dict for the config",
+        (
+            change(
+                "multihead_attn = MultiHeadAttention(config)",
+                "MultiHeadAttention(config)",
+                "MultiHeadAttention(config.to_dict())",
+            ),
+        ),
+        refuses=r"BertConfig\(\*\*config\)",
+    ),
+    Edit(
+        "many_heads",
+        "sizes for the config",
+        (
+            change(
+                "multihead_attn = MultiHeadAttention(config)",
+                "MultiHeadAttention(config)",
+                "MultiHeadAttention(768, 12)",
+            ),
+        ),
+        refuses=r"use MultiHeadAttention\(BertConfig\(hidden_size=768",
+    ),
+    Edit(
+        "many_heads",
+        "input without a batch axis",
+        (
+            change(
+                "multihead_attn = MultiHeadAttention(config)",
+                "multihead_attn(inputs_embeds)",
+                "multihead_attn(inputs_embeds[0])",
+            ),
+        ),
+        refuses=r"\(B, T, d\).*hidden_state\[None\]",
+    ),
+    Edit(
+        "many_heads",
+        "float 0/1 mask on the loop layer",
+        (
+            change(
+                "multihead_attn = MultiHeadAttention(config)",
+                "multihead_attn(inputs_embeds)",
+                "multihead_attn(inputs_embeds, torch.ones(len(tokens), "
+                "len(tokens)))",
+            ),
+        ),
+        refuses=r"mask.bool\(\)",
+    ),
+    Edit(
+        "many_heads",
+        "shape_flow for 7 heads",
+        (
+            change(
+                "mb.shape_flow(",
+                "hidden, config.num_attention_heads",
+                "hidden, 7",
+            ),
+        ),
+        refuses="768 does not split into 7.*such as 6 or 8",
+    ),
+    Edit(
+        "many_heads",
+        "a target that is not a position",
+        (
+            change(
+                "subject = pointer_head(targets)",
+                "pointer_head([flies] * len(tokens))",
+                "pointer_head([1.5] * len(tokens))",
+            ),
+        ),
+        refuses="use 0 to 4",
+    ),
+    Edit(
+        "many_heads",
+        "pointer strength 0",
+        (
+            change(
+                "subject = pointer_head(targets)",
+                "pointer_head(targets)",
+                "pointer_head(targets, strength=0.0)",
+            ),
+        ),
+        refuses="keep strength > 0",
+    ),
+    Edit(
+        "many_heads",
+        "every token in the small figure",
+        (
+            *many_text(
+                '"the quick brown fox jumps over the lazy dog in the rain"',
+                '"fox", "jumps"',
+            ),
+            change("shown = tokens[:8]", "tokens[:8]", "tokens"),
+        ),
+        until="shown = tokens",
+        refuses="pass the first 8 tokens",
+    ),
+    Edit(
+        "many_heads",
+        "50 training steps",
+        (change("losses = tr.train(", "steps=400", "steps=50"),),
+        until="print(f\"{'mean weight on':18}",
+        notes=True,
+    ),
+    # all_heads: the sizes, the input, the batched layer's steps, masks
+    Edit("all_heads", "default", until=ALL_END, notes=False),
+    Edit(
+        "all_heads",
+        "one head",
+        (
+            change(
+                ALL_INPUT,
+                "config = BertConfig()",
+                "config = BertConfig(hidden_size=64, num_attention_heads=1)",
+            ),
+        ),
+        until=ALL_END,
+    ),
+    Edit(
+        "all_heads",
+        "5 heads for 768",
+        (
+            change(
+                ALL_INPUT,
+                "config = BertConfig()",
+                "config = BertConfig(num_attention_heads=5)",
+            ),
+        ),
+        refuses="such as 4 or 6",
+    ),
+    Edit(
+        "all_heads",
+        "a dict for the config",
+        (
+            change(
+                ALL_INPUT,
+                "config = BertConfig()",
+                'config = {"hidden_size": 768, "num_attention_heads": 12}',
+            ),
+        ),
+        refuses=r"BertConfig\(\*\*config\)",
+    ),
+    Edit(
+        "all_heads",
+        "seven tokens, two sequences",
+        (
+            change(ALL_INPUT, '"an", "arrow"]', '"an", "arrow", "a", "b"]'),
+            change(ALL_INPUT, "torch.randn(1, len", "torch.randn(2, len"),
+        ),
+        until=ALL_END,
+    ),
+    Edit(
+        "all_heads",
+        "one token",
+        (change(ALL_INPUT, '"flies", "like", "an", "arrow"', ""),),
+        until=ALL_END,
+    ),
+    Edit(
+        "all_heads",
+        "input of 7 with 5 labels",
+        (change(ALL_INPUT, "torch.randn(1, len(tokens)", "torch.randn(1, 7"),),
+        until="_, causal_weights = batched(",
+        refuses="pass one label per row",
+        at="_, causal_weights = batched(",
+    ),
+    Edit(
+        "all_heads",
+        "no division by sqrt(d_k)",
+        (
+            change(
+                "def batched_attention(",
+                " / Q.shape[-1] ** 0.5",
+                "",
+            ),
+        ),
+        until="tight = dict(",
+        refuses="the scaling by sqrt",
+        at="tight = dict(",
+    ),
+    Edit(
+        "all_heads",
+        "heads and tokens swapped",
+        (
+            change(
+                "class BatchedMultiHeadAttention(",
+                "qkv.permute(2, 0, 3, 1, 4)",
+                "qkv.permute(2, 0, 1, 3, 4)",
+            ),
+        ),
+        until="tight = dict(",
+        refuses=r"how qkv is split into heads \(view, permute\)",
+        at="tight = dict(",
+    ),
+    Edit(
+        "all_heads",
+        "mask not applied",
+        (
+            change(
+                "def batched_attention(",
+                'scores = scores.masked_fill(~mask, float("-inf"))',
+                "scores = scores",
+            ),
+        ),
+        until="_, causal_weights = batched(",
+        refuses="fill masked scores with -inf",
+        at="_, causal_weights = batched(",
+    ),
+    Edit(
+        "all_heads",
+        "float 0/1 causal mask",
+        (
+            change(
+                "_, causal_weights = batched(",
+                "mask=causal_mask(T))",
+                "mask=causal_mask(T).float())",
+            ),
+        ),
+        refuses=r"mask.bool\(\)",
+    ),
+    Edit(
+        "all_heads",
+        "sizes for the batched layer",
+        (
+            change(
+                "tight = dict(",
+                "batched = batched_from_loop(loop)",
+                "batched = BatchedMultiHeadAttention(C, h)",
+            ),
+        ),
+        refuses=r"use BatchedMultiHeadAttention\(BertConfig",
+    ),
+    Edit(
+        "all_heads",
+        "input without a batch axis",
+        (
+            change(
+                "tight = dict(",
+                "out, weights = batched(hidden_state)",
+                "out, weights = batched(hidden_state[0])",
+            ),
+        ),
+        refuses=r"hidden_state\[None\]",
+    ),
+    # labs, Lab 1: four hand-made heads on a sentence the reader chooses
+    Edit("labs", "default", until=LAB_1_END, notes=False),
+    Edit(
+        "labs",
+        "another sentence and subject",
+        (
+            change(LAB_1, "the cat sat on the mat", "the dog sat on the rug"),
+            change(LAB_1, '"cat", "it"', '"dog", "it"'),
+        ),
+        until=LAB_1_END,
+    ),
+    Edit(
+        "labs",
+        "another sentence, old subject",
+        (change(LAB_1, "the cat sat on the mat", "the dog sat on the rug"),),
+        refuses="'cat' is not in the sentence.*For subject, use words",
+    ),
+    Edit(
+        "labs",
+        "capitalised subject",
+        (change(LAB_1, '"cat", "it"', '"Cat", "it"'),),
+        refuses="'Cat' is written 'cat'.*use 'cat' instead",
+    ),
+    Edit(
+        "labs",
+        "a verb with a period",
+        (
+            change(LAB_1, "it was tired", "it was tired."),
+            change(LAB_1, '("sat", "was")', '("sat", "tired")'),
+        ),
+        refuses="'tired' is written 'tired.'.*drop the punctuation",
+    ),
+    Edit(
+        "labs",
+        "pronoun last",
+        (
+            change(LAB_1, "because it was tired", "and slept on it"),
+            change(LAB_1, '("sat", "was")', '("sat", "slept")'),
+        ),
+        until=LAB_1_END,
+    ),
+    Edit(
+        "labs",
+        "one verb as a string",
+        (change(LAB_1, '("sat", "was")', '"sat"'),),
+        until=LAB_1_END,
+    ),
+    Edit(
+        "labs",
+        "empty sentence",
+        (
+            change(
+                LAB_1,
+                '"the cat sat on the mat because it was tired"',
+                '""',
+            ),
+        ),
+        refuses="give pronoun_heads a sentence's words",
+    ),
+    # real_heads: the pair of the head view (checked before the study)
+    Edit(
+        "real_heads",
+        "no 'flies' in sentence A",
+        (
+            change(
+                'text_a, text_b = "time',
+                '"time flies like an arrow"',
+                '"time passes like an arrow"',
+            ),
+        ),
+        refuses='keep "flies" in text_a',
+    ),
+]
+
+
+class Kernel:
+    """One IPython kernel in book/, as the build runs notebooks there."""
+
+    # every cell's figures are closed after it, unrendered (the build
+    # renders the page's); the callback outlives `%reset -f`
+    SETUP = """
+def setup():
+    import matplotlib.pyplot as plt
+    close = lambda result: plt.close("all")
+    get_ipython().events.register("post_run_cell", close)
+setup()
+"""
+
+    def __init__(self):
+        from jupyter_client.manager import start_new_kernel
+
+        env = {
+            **os.environ,
+            "MPLBACKEND": "agg",  # figures are made, never rendered
+            "HF_HUB_OFFLINE": "1",
+            "OMP_NUM_THREADS": "1",  # one core: the book builds on the other
+        }
+        self.manager, self.client = start_new_kernel(
+            kernel_name="python3", cwd=str(BOOK), env=env
+        )
+        assert self.run(self.SETUP)[0] is None
+        # (notebook, its unedited cells run so far, the last cell run)
+        self.state = (None, set(), -1)
+
+    def run(self, code):
+        """(error name or None, its message, what the code printed)."""
+        printed = []
+
+        def keep(message):
+            if message["msg_type"] == "stream":
+                printed.append(message["content"]["text"])
+
+        reply = self.client.execute_interactive(
+            code, timeout=CELL_TIMEOUT, output_hook=keep, allow_stdin=False
+        )["content"]
+        if reply["status"] == "error":
+            return reply["ename"], reply["evalue"], "".join(printed)
+        return None, "", "".join(printed)
+
+    def close(self):
+        self.client.stop_channels()
+        self.manager.shutdown_kernel(now=True)
+
+
+@pytest.fixture(scope="module")
+def kernel():
+    kernel = Kernel()
+    yield kernel
+    kernel.close()
+
+
+def edited_cells(edit):
+    """The code cells to run, from the imports cell, with the edit made;
+    the indices of the cells it changed, and of the cells that may refuse
+    it (those, or `at`)."""
+    nb = nbformat.read(BOOK / f"{edit.notebook}.ipynb", as_version=4)
+    found = [find_cell(nb, contains) for contains, _, _ in edit.changes]
+    last = max(found, default=0)
+    if edit.until is not None:
+        last = find_cell(nb, edit.until)
+        assert last >= max(found, default=0), f"{edit.name}: until above"
+    refusing = set(found) if edit.at is None else {find_cell(nb, edit.at)}
+    for index, (_, old, new) in zip(found, edit.changes):
+        nb.cells[index].source = edit_source(nb.cells[index].source, old, new)
+    cells = [
+        (i, cell)
+        for i, cell in enumerate(nb.cells[: last + 1])
+        if cell.cell_type == "code"
+        and "colab" not in cell.metadata.get("tags", [])
+    ]
+    return cells, refusing
+
+
+def run_edit(kernel, edit):
+    """(error name, message, the cell's index, all that was printed).
+
+    Where the kernel already holds this notebook's unedited cells above
+    the edited one, and nothing below it has run, it starts at the edited
+    cell: edits of one cell that refuse there share one prefix (random
+    draws then differ from a fresh run's; the outcome does not).
+    """
+    cells, _ = edited_cells(edit)
+    first = min(
+        (find_cell(nb_of(edit), c) for c, _, _ in edit.changes), default=None
+    )
+    above = {i for i, _ in cells if first is not None and i < first}
+    notebook, clean, reached = kernel.state
+    if notebook == edit.notebook and above <= clean and reached <= first:
+        cells = [(i, cell) for i, cell in cells if i >= first]
+    else:
+        kernel.run("%reset -f")
+        kernel.state = (edit.notebook, set(), -1)
+    printed = []
+    for index, cell in cells:
+        error, message, out = kernel.run(cell.source)
+        notebook, clean, reached = kernel.state
+        if not error and (first is None or index < first):
+            clean = clean | {index}
+        kernel.state = (notebook, clean, max(reached, index))
+        printed.append(out)
+        if error:
+            return error, message, index, "".join(printed)
+    return None, "", None, "".join(printed)
+
+
+def nb_of(edit):
+    return nbformat.read(BOOK / f"{edit.notebook}.ipynb", as_version=4)
+
+
+@pytest.mark.parametrize("edit", EDITS, ids=lambda e: e.name)
+def test_an_edited_cell_runs_or_says_what_to_do(kernel, edit):
+    error, message, index, printed = run_edit(kernel, edit)
+    plain = re.sub(r"\x1b\[[0-9;]*m", "", message)  # no terminal colours
+    if edit.refuses is None:
+        assert error is None, (
+            f"{edit.name}: {error} in cell {index}: {plain[:300]}"
+        )
+        if edit.notes is not None:
+            assert ("Note:" in printed) == edit.notes, (
+                f"{edit.name}: expected {'a' if edit.notes else 'no'} "
+                f"note; printed:\n{printed[-600:]}"
+            )
+        return
+    assert error in CHAPTERS_OWN and plain.strip(), (
+        f"{edit.name}: {error or 'no error'}, not the chapter's own, in "
+        f"cell {index}: {plain[:300]!r}"
+    )
+    assert HINTS.search(plain), f"{edit.name}: no fix named: {plain!r}"
+    assert re.search(edit.refuses, plain, re.S), (
+        f"{edit.name}: {error}: {plain[:400]!r}"
+    )
+    _, refusing = edited_cells(edit)
+    assert index in refusing, (
+        f"{edit.name}: stopped in cell {index}, not in {sorted(refusing)}, "
+        f"the cells it changed or the one that reads them: {plain[:200]!r}"
+    )
+
+
+def test_there_are_at_least_forty_edits_of_every_kind():
+    assert len(EDITS) >= 40
+    assert len({edit.name for edit in EDITS}) == len(EDITS)
+    assert {edit.notebook for edit in EDITS} >= {
+        "one_head",
+        "many_heads",
+        "all_heads",
+        "labs",
+    }

@@ -1,0 +1,119 @@
+"""What a reader types, checked where it is typed (issue 32): a sentence
+too short or too long is refused with the fix; a word the tokenizer
+changes is a note; a word a cell needs is found, or the error says whether
+it is absent, cut into pieces, or changed by case or punctuation."""
+
+import pytest
+from transformers import AutoTokenizer
+
+from mhabook.experiments.checkpoint import bundled_path
+from mhabook.experiments.inputs import (
+    check_sentence,
+    note_unless,
+    word_position,
+)
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    return AutoTokenizer.from_pretrained(bundled_path())  # BERT's, uncased
+
+
+def test_a_plain_sentence_passes_without_a_note(tokenizer, capsys):
+    tokens = check_sentence(tokenizer, "time flies like an arrow", 2, 512)
+    assert tokens == ["time", "flies", "like", "an", "arrow"]
+    assert capsys.readouterr().out == ""
+
+
+@pytest.mark.parametrize("text", ["", "   ", "time"])
+def test_too_few_tokens_are_refused_with_what_to_type(tokenizer, text):
+    with pytest.raises(ValueError, match="type a sentence of at least 2"):
+        check_sentence(tokenizer, text, at_least=2)
+
+
+def test_more_tokens_than_positions_are_refused(tokenizer):
+    with pytest.raises(ValueError, match="at most 8.*use a shorter"):
+        check_sentence(tokenizer, "time flies " * 5, at_most=8)
+    with pytest.raises(TypeError, match="as a string"):
+        check_sentence(tokenizer, ["time", "flies"])
+
+
+def test_each_change_the_tokenizer_makes_is_named(tokenizer, capsys):
+    tokens = check_sentence(tokenizer, "Time flies like an arrowhead.")
+    assert tokens == ["time", "flies", "like", "an", "arrow", "##head", "."]
+    note = capsys.readouterr().out
+    assert note.startswith("Note: the tokenizer changes some words")
+    assert "'Time' -> 'time' (it lower-cases it)" in note
+    assert "(it splits off its punctuation and cuts it into pieces)" in note
+    assert "flies" not in note and "its 7 tokens" in note
+
+
+def test_a_word_is_found_where_it_first_occurs(tokenizer):
+    tokens = tokenizer.tokenize("the cat sat on the mat")
+    assert word_position(tokens, "the") == 0
+    assert word_position(tokens, "mat", "the cat sat on the mat") == 5
+
+
+@pytest.mark.parametrize(
+    "word, said",
+    [
+        ("dog", r"'dog' is not in the sentence .* Use words it has, such"),
+        ("Cat", r"reads 'Cat' as 'cat' .* Use 'cat' instead"),
+        ("cat.", r"'cat.' carries punctuation .* Use 'cat' instead"),
+        ("catwalk", r"cuts 'catwalk' into the pieces 'cat', '##walk'"),
+    ],
+)
+def test_a_missing_word_is_told_apart_by_why(tokenizer, word, said):
+    text = "the cat sat on the catwalk"
+    tokens = tokenizer.tokenize(text)
+    with pytest.raises(ValueError, match=said):
+        word_position(tokens, word, text, tokenizer)
+
+
+def test_words_split_at_spaces_keep_their_case_and_punctuation():
+    tokens = "The cat sat because it was tired.".split()
+    with pytest.raises(ValueError, match="'the' is written 'The'.*Use 'The'"):
+        word_position(tokens, "the")
+    with pytest.raises(ValueError, match="written 'tired.'.*drop the punct"):
+        word_position(tokens, "tired")
+    with pytest.raises(ValueError, match="carries punctuation.*Use 'cat'"):
+        word_position(tokens, "cat,")
+    with pytest.raises(ValueError, match="there is no token. Type a sentence"):
+        word_position([], "cat")
+
+
+def test_the_message_names_the_variable_and_why(tokenizer):
+    with pytest.raises(
+        ValueError, match=r"The heads link it\. For linked, use words"
+    ):
+        word_position(
+            ["time", "flies"], "dog", name="linked", why="The heads link it."
+        )
+
+
+def test_a_note_is_printed_only_where_the_claim_fails(capsys):
+    assert note_unless(1 < 2, "never shown") is True
+    assert note_unless(2 < 1, "the text's example differs") is False
+    assert capsys.readouterr().out == "Note: the text's example differs\n"
+
+
+# The data files a reader may edit (book/mhabook/experiments/embedding.py)
+
+
+def test_a_data_file_saved_with_a_byte_order_mark_reads_the_same(
+    tmp_path, monkeypatch
+):
+    from mhabook.experiments import embedding
+
+    (tmp_path / "set.txt").write_text("\ufeff# a comment\nfirst\n\nsecond\n")
+    monkeypatch.setattr(embedding, "DATA", tmp_path)
+    assert embedding.load_lines("set.txt") == ["first", "second"]
+    with pytest.raises(FileNotFoundError, match="use one of set.txt"):
+        embedding.load_lines("sets.txt")
+
+
+def test_one_string_is_not_taken_for_a_list_of_sentences():
+    from mhabook.experiments.embedding import sentence_embeddings
+
+    with pytest.raises(TypeError, match=r"pass a list of sentences"):
+        sentence_embeddings(None, None, "time flies like an arrow")
