@@ -155,8 +155,12 @@ def test_run_example_keeps_segments_and_special_positions(tokenizer):
     single = run_example(model, tokenizer, "time flies")
     assert single["segments"].tolist() == [0, 0, 0, 0]
     assert position(pair, "flies", 1) == 5
-    with pytest.raises(ValueError, match="not a token of sentence B"):
+    with pytest.raises(ValueError, match="'arrow' is not in sentence B"):
         position(pair, "arrow", 1)
+    split = {**pair, "tokens": ["[CLS]", "time", "[SEP]", "fl", "##ies"]}
+    split["segments"] = torch.tensor([0, 0, 0, 1, 1])
+    with pytest.raises(ValueError, match="cuts 'flies' into pieces"):
+        position(split, "flies", 1)
 
 
 def pairs_of_lengths(weigh):
@@ -362,15 +366,15 @@ def test_a_word_the_tokenizer_splits_names_the_word_and_the_set(tokenizer):
     # the tiny vocabulary lacks "banana": it cannot be one token
     with pytest.raises(
         ValueError,
-        match="splits 'banana'.*book/data/flies_pairs.tsv needs as one "
-        "token: use words the tokenizer keeps whole \\(edit the set\\), or "
-        "a checkpoint whose vocabulary keeps it whole",
+        match="does not know a word of sentence B, maybe 'banana'.*"
+        "book/data/flies_pairs.tsv needs it: use words in the tokenizer's "
+        "vocabulary",
     ):
         flies_examples(
             tiny_bert(), tokenizer, [FLIES_ROW], "book/data/flies_pairs.tsv"
         )
     row = ["time flies and the arrow", "it", "time", "arrow"]
-    with pytest.raises(ValueError, match="splits 'it'.*coreference.tsv"):
+    with pytest.raises(ValueError, match="maybe 'it'.*coreference.tsv needs"):
         coreference_examples(tiny_bert(), tokenizer, [row], "coreference.tsv")
 
 

@@ -155,17 +155,30 @@ def position(example, word, segment=0, set_name=None):
     for i, token in enumerate(example["tokens"]):
         if token == word and int(example["segments"][i]) == segment:
             return i
-    if set_name:
-        raise ValueError(
-            f"the tokenizer splits {word!r} (it reads {example['tokens']}), "
-            f"which {set_name} needs as one token: use words the tokenizer "
-            f"keeps whole (edit the set), or a checkpoint whose vocabulary "
-            f"keeps it whole"
+    sentence = "AB"[segment]
+    words = [
+        t
+        for t, s in zip(example["tokens"], example["segments"].tolist())
+        if s == segment
+    ]
+    joined = " ".join(words).replace(" ##", "")
+    if "[UNK]" in words:
+        why = (
+            f"the tokenizer does not know a word of sentence {sentence}, "
+            f"maybe {word!r} (it reads {words})"
         )
-    raise ValueError(
-        f"{word!r} is not a token of sentence {'AB'[segment]}: "
-        f"{example['tokens']}. Use words the tokenizer keeps whole."
-    )
+        fix = "use words in the tokenizer's vocabulary"
+    elif word.lower() in joined.split() or word in joined.split():
+        why = (
+            f"the tokenizer cuts {word!r} into pieces or changes its case "
+            f"(sentence {sentence} reads {words})"
+        )
+        fix = "use a word the tokenizer keeps whole, in lower case"
+    else:
+        why = f"{word!r} is not in sentence {sentence} (it reads {words})"
+        fix = f"put {word!r} in sentence {sentence}, or name a word it has"
+    where = f"{set_name} needs it: " if set_name else ""
+    raise ValueError(f"{why}; {where}{fix}")
 
 
 def is_word(example):
