@@ -81,6 +81,15 @@ def test_a_job_with_no_targets_is_a_clear_error():
         jobs.best_at([example()] * 4, nothing)
 
 
+def test_a_job_done_needs_most_of_the_attention_and_the_median_beaten():
+    def job(low, median):
+        return jobs.Job("x", 0, 0, low + 0.05, low, low + 0.1, 0.07, median, 8)
+
+    assert job(0.6, 0.1).does_job
+    assert not job(0.45, 0.1).does_job  # not most of a word's attention
+    assert not job(0.6, 0.7).does_job  # the median head does as well
+
+
 def test_the_flies_verdict_reads_its_interval():
     def head(low, high):
         return jobs.FliesHead(0, 0, (low + high) / 2, low, high, 0, 8)
@@ -119,17 +128,3 @@ def test_the_study_runs_on_a_random_bert_and_finds_no_job_there(tmp_path):
     assert study.jobs_done == 0
     assert study.largest_difference < 1e-4
     assert study.flies.n_pairs > 0
-
-
-def test_the_contrast_is_positive_when_each_flies_favours_its_own_targets():
-    # [CLS] time flies like an arrow [SEP] fruit flies like a banana [SEP]
-    T = 13
-    attention = torch.full((1, 1, T, T), 1 / T)
-    ex = {"attention": attention, "flies": (2, 8), "targets": [5, 7, 11]}
-    assert jobs.flies_contrast(ex, 0, 0) == pytest.approx(0.0)
-    attention[0, 0, 2] = torch.eye(T)[5]  # "flies" in A: all on "arrow"
-    attention[0, 0, 8] = (torch.eye(T)[7] + torch.eye(T)[11]) / 2
-    # in A: 1 - 0; in B: 0.5 - 0 on each target; their mean, in lifts
-    assert jobs.flies_contrast(ex, 0, 0) == pytest.approx(0.75 * T)
-    attention[0, 0, [2, 8]] = attention[0, 0, [8, 2]]  # swapped: reversed
-    assert jobs.flies_contrast(ex, 0, 0) == pytest.approx(-0.75 * T)
