@@ -55,6 +55,22 @@ screenshots: book
 	$(BIN)/python tests/tools/screenshots.py _build/html
 	cp _build/screenshots/readme-*.png book/images/
 
+# The whole book as one PDF, _build/pdf/multi-head-attention.pdf: each
+# page of _build/html printed by Chromium in the table of contents' order.
+.PHONY: pdf book-students
+pdf: book
+	@command -v chromium >/dev/null || $(MAKE) chromium
+	$(BIN)/python tests/tools/book_pdf.py _build/html
+
+# The students' edition, in _build/students/html: the same book without
+# the exercises' solutions and the worked answers
+# (book/_ext/students_edition.py). It reads the notebooks `make book`
+# executed (_build/.jupyter_cache) and runs only those not there.
+book-students: $(STAMP)
+	MHA_STUDENTS=1 $(BIN)/jupyter-book build . -n --keep-going \
+		--path-output _build/students
+	ln -sfn _build/html _build/students/html
+
 # The browser tests drive Debian's Chromium (never a downloaded browser).
 chromium:
 	apt-get update -qq
