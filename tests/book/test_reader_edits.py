@@ -622,19 +622,6 @@ EDITS = [
         ),
         refuses="give pronoun_heads a sentence's words",
     ),
-    # real_heads: the pair of the head view (checked before the study)
-    Edit(
-        "real_heads",
-        "no 'flies' in sentence A",
-        (
-            change(
-                'text_a, text_b = "time',
-                '"time flies like an arrow"',
-                '"time passes like an arrow"',
-            ),
-        ),
-        refuses='keep "flies" in text_a',
-    ),
 ]
 
 

@@ -17,11 +17,10 @@ PUNCTUATION = set(string.punctuation)
 
 
 def note_unless(holds, message):
-    """Print "Note: <message>" unless `holds`; return whether it held."""
-    holds = bool(holds)
+    """Print "Note: <message>" unless `holds`; return nothing, so a cell
+    that ends with the call shows nothing when the claim holds."""
     if not holds:
         print(f"Note: {message}")
-    return holds
 
 
 def _is_punctuation(text):

@@ -32,6 +32,30 @@ def pointer_head(targets, strength=4.0):
     return weights
 
 
+class MultiHeadAttention(nn.Module):
+    """num_heads AttentionHeads side by side, concatenated, then mixed."""
+
+    def __init__(self, config, *extra):
+        super().__init__()
+        embed_dim, num_heads = sizes_of(config, *extra, layer=self)
+        head_dim = head_dim_for(embed_dim, num_heads)
+        self.heads = nn.ModuleList(
+            AttentionHead(embed_dim, head_dim) for _ in range(num_heads)
+        )
+        self.output_linear = nn.Linear(embed_dim, embed_dim)
+
+    def forward(self, hidden_state, mask=None):
+        check_input(hidden_state, self.output_linear.in_features)  # (B, T, d)
+        # 1. attend: every head reads the whole hidden state
+        results = [head(hidden_state, mask) for head in self.heads]
+        outputs, weights = zip(*results)
+        # 2. concat: h x (B, T, d_k) -> (B, T, h * d_k) = (B, T, d)
+        x = torch.cat(outputs, dim=-1)
+        # 3. mix the heads with the output projection W^O
+        weights = torch.stack(weights, dim=1)  # (B, h, T, T)
+        return self.output_linear(x), weights
+
+
 def head_dim_for(embed_dim, num_heads):
     """Return embed_dim // num_heads, or explain why it does not divide."""
     if not all(hasattr(n, "__index__") for n in (embed_dim, num_heads)):
@@ -96,27 +120,3 @@ def check_input(hidden_state, embed_dim):
         f"hidden_state is {shape}; the layer takes (B, T, d) with "
         f"d = {embed_dim}: {fix}"
     )
-
-
-class MultiHeadAttention(nn.Module):
-    """num_heads AttentionHeads side by side, concatenated, then mixed."""
-
-    def __init__(self, config, *extra):
-        super().__init__()
-        embed_dim, num_heads = sizes_of(config, *extra, layer=self)
-        head_dim = head_dim_for(embed_dim, num_heads)
-        self.heads = nn.ModuleList(
-            AttentionHead(embed_dim, head_dim) for _ in range(num_heads)
-        )
-        self.output_linear = nn.Linear(embed_dim, embed_dim)
-
-    def forward(self, hidden_state, mask=None):
-        check_input(hidden_state, self.output_linear.in_features)  # (B, T, d)
-        # 1. attend: every head reads the whole hidden state
-        results = [head(hidden_state, mask) for head in self.heads]
-        outputs, weights = zip(*results)
-        # 2. concat: h x (B, T, d_k) -> (B, T, h * d_k) = (B, T, d)
-        x = torch.cat(outputs, dim=-1)
-        # 3. mix the heads with the output projection W^O
-        weights = torch.stack(weights, dim=1)  # (B, h, T, T)
-        return self.output_linear(x), weights
