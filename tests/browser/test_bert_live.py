@@ -506,3 +506,105 @@ def test_the_note_for_pages_opened_from_disk_shows_only_there(
     opened.goto((html / LAB).as_uri())
     assert opened.locator(".mha-file-only").is_visible()
     opened.close()
+
+
+# Lab 3's head mask: the page against mhabook.experiments.ablation.
+PAIR = ("the cat sat on the mat because it was tired", "it fell asleep")
+RUN_MASKED = """([a, b, mask]) => mhaLive.run(a, b, {headMask: mask})
+  .then((r) => ({tokens: r.tokens, attention: r.attention,
+    valueNorms: r.valueNorms, similarity: r.similarity,
+    similarityAll: r.similarityAll}))"""
+
+
+def head_mask(name, L=6, h=12):
+    mask = torch.ones(L, h)
+    if name == "one head":
+        mask[2, 5] = 0
+    elif name == "one layer":
+        mask[3] = 0
+    elif name == "random half":
+        order = torch.randperm(
+            L * h, generator=torch.Generator().manual_seed(0)
+        )
+        mask.view(-1)[order[: L * h // 2]] = 0
+    elif name == "every head":
+        mask[:] = 0
+    return mask
+
+
+@pytest.mark.parametrize(
+    "name", ["none", "one head", "one layer", "random half", "every head"]
+)
+def test_heads_switched_off_match_pytorch(lab, bert, name):
+    from mhabook.experiments import ablation
+
+    page, problems = lab
+    tokenizer, model = bert
+    config = model.config
+    mask = head_mask(
+        name, config.num_hidden_layers, config.num_attention_heads
+    )
+    got = page.evaluate(RUN_MASKED, [*PAIR, mask.int().tolist()])
+    inputs = tokenizer(*PAIR, return_tensors="pt")
+    attention, norms, _ = ablation.masked_run(model, inputs, mask)
+    tokens = tokenizer.convert_ids_to_tokens(inputs["input_ids"][0])
+    assert got["tokens"] == tokens
+    attention_gap = (torch.tensor(got["attention"]) - attention[0]).abs().max()
+    norm_gap = ((torch.tensor(got["valueNorms"]) - norms[0]) / norms[0]).abs()
+    expected = ablation.similarity(model, tokenizer, *PAIR, mask)
+    similarity_gap = abs(got["similarity"] - expected)
+    print(
+        f"{name}: attention {attention_gap:.1e}, value norms "
+        f"{norm_gap.max():.1e} relative, similarity {similarity_gap:.1e}"
+    )
+    assert attention_gap < live.TOLERANCE
+    assert norm_gap.max() < live.NORM_TOLERANCE
+    assert similarity_gap < live.SIMILARITY_TOLERANCE
+    everything = ablation.similarity(model, tokenizer, *PAIR)
+    assert abs(got["similarityAll"] - everything) < live.SIMILARITY_TOLERANCE
+    line = page.locator(".mha-live-similarity").text_content()
+    if name == "every head":
+        assert "Every head is off" in line
+    assert f"{got['similarity']:.3f} now" in line
+    assert problems["errors"] == []
+
+
+def test_a_bad_head_mask_names_the_shape_expected(lab):
+    page, _ = lab
+    for mask in ([[1] * 12] * 5, [[0.5] * 12] * 6, "all"):
+        message = page.evaluate(
+            "(m) => mhaLive.run('a cat', '', {headMask: m})"
+            ".then(() => '', (e) => e.message)",
+            mask,
+        )
+        assert "(6, 12)" in message, mask
+    result = page.evaluate(
+        "() => mhaLive.run('a cat', '').then((r) => r.similarity)"
+    )
+    assert result is None  # no sentence B, no similarity
+
+
+def test_the_head_grid_works_from_the_keyboard(lab):
+    """A head switched off with the keyboard: the grid marks it with a
+    cross, the explorer names it off in grey; the preset turns all on."""
+    page, problems = lab
+    page.evaluate("() => mhaLive.run('a dog barked', 'a cat slept')")
+    page.get_by_label("Head explorer of layer").select_option("1")
+    button = page.get_by_role("button", name="Layer 1, head 3", exact=True)
+    assert button.get_attribute("aria-pressed") == "true"
+    button.focus()
+    page.keyboard.press("Enter")
+    page.wait_for_function(
+        "() => window.mhaLive.shown.headMask[1][3] === 0", timeout=20_000
+    )
+    assert button.get_attribute("aria-pressed") == "false"
+    assert button.text_content() == "\u00d7"
+    explorer = page.locator(".mha-live-explorer")
+    assert "head 3 (off)" in explorer.text_content()
+    page.get_by_role("button", name="All heads on").click()
+    page.wait_for_function(
+        "() => window.mhaLive.shown.headMask.flat().every((v) => v === 1)",
+        timeout=20_000,
+    )
+    assert button.get_attribute("aria-pressed") == "true"
+    assert problems["errors"] == []

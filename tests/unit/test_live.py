@@ -58,8 +58,44 @@ def test_the_export_keeps_a_batch(exported, checkpoint):
     inputs = tokenizer(["time flies", "fruit"], padding=True)
     session = onnxruntime.InferenceSession(str(exported.model))
     feed = {k: np.array(v, dtype=np.int64) for k, v in inputs.items()}
-    (attentions,) = session.run(None, feed)
+    feed["head_mask"] = np.ones((2, 2), dtype=np.float32)
+    attentions, norms, hidden = session.run(live.OUTPUTS, feed)
     assert attentions.shape == (2, 2, 2, 4, 4)  # (B, L, h, T, T)
+    assert norms.shape == (2, 2, 2, 4)  # (B, L, h, T)
+    assert hidden.shape == (2, 4, 8)  # (B, T, C)
+
+
+@pytest.mark.parametrize("off", [[], [(0, 1)], [(1, 0), (1, 1)], "all"])
+def test_the_export_switches_heads_off_as_the_reference(
+    exported, checkpoint, off
+):
+    from mhabook.experiments import ablation
+
+    tokenizer, model = live.load_bert(checkpoint)
+    inputs = tokenizer(
+        ["time flies fruit flies", "arrow"], padding=True, return_tensors="pt"
+    )
+    mask = torch.zeros(2, 2) if off == "all" else torch.ones(2, 2)
+    for layer, head in off if off != "all" else []:
+        mask[layer, head] = 0
+    expected = ablation.masked_run(model, inputs, mask)
+    got = live.onnx_outputs(exported, inputs, mask)
+    attention, norms, hidden = (x.float() for x in got)
+    assert (attention - expected[0]).abs().max() < live.TOLERANCE
+    assert ((norms - expected[1]).abs() / expected[1]).max() < (
+        live.NORM_TOLERANCE
+    )
+    assert (hidden - expected[2]).abs().max() < 1e-2
+    if off:  # the mask changes what the model computes
+        plain = ablation.masked_run(model, inputs)[2]
+        assert not torch.allclose(expected[2], plain, atol=1e-5)
+
+
+def test_a_bad_mask_names_the_shape_expected(exported, checkpoint):
+    tokenizer, _ = live.load_bert(checkpoint)
+    inputs = tokenizer("time flies", return_tensors="pt")
+    with pytest.raises(ValueError, match=r"shape \(2, 2\)"):
+        live.onnx_outputs(exported, inputs, torch.ones(3, 2))
 
 
 def test_big_weights_are_stored_in_half_and_small_ones_not(

