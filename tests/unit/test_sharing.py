@@ -71,9 +71,9 @@ def test_a_cached_step_computes_what_the_step_without_it_does():
 
 def planted_times(lengths, repeats, a=100e-6, b=1e-6, c=1e-7):
     """A time_interleaved table in which the step without the cache costs
-    c S^2, the cached step a + b S, and the fixed part (S = 1) a + b."""
+    c S^2 and the cached step a + b S."""
     S = torch.tensor(lengths, dtype=torch.float64)
-    row = torch.cat([c * S**2, a + b * S, torch.tensor([a + b])])
+    row = torch.cat([c * S**2, a + b * S])
     return row.repeat(repeats, 1)
 
 
@@ -86,21 +86,22 @@ def test_time_decoding_reads_the_planted_costs(monkeypatch):
 
     monkeypatch.setattr(sharing, "time_interleaved", fake)
     timing = sharing.time_decoding(16, 4, 2, lengths, repeats=3)
-    assert len(seen) == 2 * 3 + 1
+    assert len(seen) == 2 * 3
     for fn in seen:  # each times a real step of the tiny layer
         fn()
     assert timing.without.shape == timing.cached.shape == (3, 3)
     assert timing.speedup.median == pytest.approx(1e-7 * 256 / 116e-6)
     assert timing.growth_without.median == pytest.approx(4.0)
-    assert [r.median for r in timing.over_fixed] == pytest.approx(
-        [104 / 101, 108 / 101, 116 / 101]
-    )
+    fit = timing.fit  # the planted a = 100 µs and b = 1 µs per token
+    assert (fit.a, fit.a_low, fit.a_high) == pytest.approx((100e-6,) * 3)
+    assert (fit.b, fit.b_low, fit.b_high) == pytest.approx((1e-6,) * 3)
+    assert fit.growing(16) == pytest.approx((16e-6,) * 3)
     assert timing.half == 8
 
 
 def test_time_decoding_times_each_step_on_a_tiny_layer():
     timing = sharing.time_decoding(16, 4, 2, (2, 4), 2, min_run_time=1e-4)
-    assert timing.fixed.shape == (2,) and (timing.cached > 0).all()
+    assert timing.cached.shape == (2, 2) and (timing.cached > 0).all()
     assert isinstance(timing.speedup, costs.PairedRatio)
 
 
@@ -110,6 +111,21 @@ def test_time_decoding_times_each_step_on_a_tiny_layer():
 def test_time_decoding_says_what_lengths_it_needs(lengths, repeats):
     with pytest.raises(ValueError, match="half the longest"):
         sharing.time_decoding(16, 4, 2, lengths, repeats)
+
+
+def test_fit_line_finds_a_planted_line_and_its_spread():
+    lengths = (2, 4, 8)
+    S = torch.tensor(lengths, dtype=torch.float64)
+    noise = torch.tensor([[0.0], [1.0], [-1.0], [2.0], [-2.0]])  # (5, 1)
+    fit = sharing.fit_line(lengths, 3.0 + 0.5 * S + 0.1 * noise)
+    assert (fit.a, fit.b) == pytest.approx((3.0, 0.5))  # the medians
+    assert fit.a_low < 3.0 < fit.a_high and fit.a_high - fit.a_low > 0.1
+    assert fit.b_low == pytest.approx(0.5) == fit.b_high  # noise: a shift
+    assert sharing.fit_line(lengths, 3.0 + 0.5 * S.repeat(4, 1)).a == (
+        pytest.approx(3.0)
+    )
+    with pytest.raises(ValueError, match="2 different lengths"):
+        sharing.fit_line((4, 4), torch.ones(3, 2))
 
 
 def test_the_memory_of_the_cache():
@@ -168,18 +184,14 @@ def test_the_tables_show_the_record():
         min_run_time=0.02,
         without=torch.ones(2, 2),
         cached=torch.tensor([[3e-6, 5e-6], [3e-6, 5e-6]]),
-        fixed=torch.tensor([2e-6, 2e-6]),
         speedup=None,
         growth_without=None,
-        over_fixed=(
-            costs.PairedRatio(1.5, 1.4, 1.6),
-            costs.PairedRatio(2.5, 2.1, 3),
-        ),
+        fit=sharing.LineFit(1e-6, 0.9e-6, 1.1e-6, 1e-6, 0.5e-6, 2e-6),
     )
     rows = views.growing_table(timing, ["fixed", "growing"]).data
     assert rows.splitlines()[2:] == [
-        "| 2 | 3 | 1.50 (1.40 to 1.60) | fixed |",
-        "| 4 | 5 | 2.50 (2.10 to 3.00) | growing |",
+        "| 2 | 3 | 2 (1 to 4) | fixed |",
+        "| 4 | 5 | 4 (2 to 8) | growing |",
     ]
     assert views.markdown_table(["a", "b"], [[1, "x"]]).data == (
         "| a | b |\n|---|---:|\n| 1 | x |"

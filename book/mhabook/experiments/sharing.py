@@ -27,7 +27,13 @@ from ..layers.sharing_kv import (
     grouped_from_llama,
 )
 from . import grouped_bert
-from .costs import PairedRatio, paired_ratio, time_interleaved
+from .costs import (
+    PairedRatio,
+    _ends,
+    _table,
+    paired_ratio,
+    time_interleaved,
+)
 from .grouped_bert import mean_interval  # noqa: F401  (for the page)
 
 # The references
@@ -152,6 +158,46 @@ def check_references(pairs, head_dim=8, tokens=7, seed=0):
 
 
 @dataclass(frozen=True)
+class LineFit:
+    """time = a + b S, fitted by least squares to the median over repeats
+    at each S; low and high ends are the 95% bootstrap interval over 2,000
+    resamples of the repeats (a fixed seed)."""
+
+    a: float  # seconds: the fixed part, paid whatever S is
+    a_low: float
+    a_high: float
+    b: float  # seconds per cached token: the growing part is b S
+    b_low: float
+    b_high: float
+
+    def growing(self, S):
+        """(median, low, high) of the growing part b S, in seconds."""
+        return self.b * S, self.b_low * S, self.b_high * S
+
+
+def fit_line(lengths, times, seed=0, resamples=2000):
+    """LineFit of time = a + b S to a (repeats, len(lengths)) table: least
+    squares on the median over repeats at each S, with a bootstrap over
+    the repeats (rows) for the intervals of a and b."""
+    times = _table(times)
+    S = torch.as_tensor(lengths, dtype=torch.float64)
+    if times.shape[1] != len(S) or len(set(lengths)) < 2:
+        raise ValueError(
+            f"need one column per length and at least 2 different lengths; "
+            f"got {len(S)} lengths for {times.shape[1]} columns"
+        )
+    solve = torch.linalg.pinv(torch.stack([torch.ones_like(S), S], 1))
+    generator = torch.Generator().manual_seed(seed)
+    picks = torch.randint(
+        len(times), (resamples, len(times)), generator=generator
+    )
+    medians = times[picks].quantile(0.5, dim=1)  # (resamples, lengths)
+    a, b = solve @ times.quantile(0.5, dim=0)  # (2,)
+    (a_low, a_high), (b_low, b_high) = map(_ends, solve @ medians.T)
+    return LineFit(a.item(), a_low, a_high, b.item(), b_low, b_high)
+
+
+@dataclass(frozen=True)
 class Timing:
     """Seconds per decoding step of one GroupedQueryAttention layer, with
     and without a KV cache, at S tokens so far. Each time is the median
@@ -167,10 +213,9 @@ class Timing:
     min_run_time: float  # seconds of calls behind each time
     without: torch.Tensor  # (repeats, len(lengths)): all S tokens again
     cached: torch.Tensor  # (repeats, len(lengths)): one token, S cached
-    fixed: torch.Tensor  # (repeats,): a cached step at S = 1, nothing cached
     speedup: PairedRatio  # without / cached, at the longest S
     growth_without: PairedRatio  # without, longest S / half of it
-    over_fixed: tuple  # per S: PairedRatio, cached step / fixed part
+    fit: LineFit  # cached = a + b S: its fixed and growing parts
 
     @property
     def half(self):
@@ -209,7 +254,7 @@ def time_decoding(
     min_run_time=0.02,
 ):
     """Timing of decoding steps at each S in lengths (which must hold the
-    longest one's half), interleaved with a cached step at S = 1."""
+    longest one's half), with and without the cache, interleaved."""
     lengths = tuple(sorted(lengths))
     if lengths[0] < 2 or lengths[-1] // 2 not in lengths or repeats < 2:
         raise ValueError(
@@ -218,10 +263,10 @@ def time_decoding(
         )
     without, step = decoding_steps(width, num_heads, num_kv_heads, lengths[-1])
     fns = [partial(without, S) for S in lengths]
-    fns += [partial(step, S) for S in lengths] + [partial(step, 1)]
+    fns += [partial(step, S) for S in lengths]
     with torch.inference_mode():
         times = time_interleaved(fns, repeats, min_run_time)
-    n = len(lengths)  # columns: without (n), cached (n), fixed (1)
+    n = len(lengths)  # columns: without (n), then cached (n)
     return Timing(
         width=width,
         num_heads=num_heads,
@@ -230,13 +275,12 @@ def time_decoding(
         repeats=repeats,
         min_run_time=min_run_time,
         without=times[:, :n],
-        cached=times[:, n : 2 * n],
-        fixed=times[:, 2 * n],
+        cached=times[:, n:],
         speedup=paired_ratio(times, n - 1, 2 * n - 1),
         growth_without=paired_ratio(
             times, n - 1, lengths.index(lengths[-1] // 2)
         ),
-        over_fixed=tuple(paired_ratio(times, n + i, 2 * n) for i in range(n)),
+        fit=fit_line(lengths, times[:, n:]),
     )
 
 

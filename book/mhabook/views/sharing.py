@@ -30,8 +30,7 @@ def plot_timing(timing):
     """Fig. kv-timing, two panels stacked, one layer's decoding step
     against S: without the cache (top, ms) and with it (bottom, µs), each
     the median and range of the repeats. The bottom panel also draws the
-    fixed part (a cached step at S = 1) and twice it: where a step costs
-    more than twice its fixed part, the part that grows is the larger."""
+    line a + b S fitted to the cached steps and its fixed part a."""
     fig, (top, bottom) = plt.subplots(
         2, 1, figsize=(4.6, 6.0), layout="constrained"
     )
@@ -42,12 +41,13 @@ def plot_timing(timing):
     top.set_ylabel("ms per new token")
     top.set_ylim(0, 1.3 * float(t.max()))  # room for the legend
     t = _median_and_range(bottom, lengths, timing.cached, 1e6, label)
-    fixed = 1e6 * float(np.median(timing.fixed))
-    bottom.axhline(fixed, color="k", ls="--", label="fixed part (S = 1)")
-    bottom.axhline(2 * fixed, color="k", ls=":", label="twice the fixed part")
+    fit, S = timing.fit, np.linspace(0, max(lengths), 50)
+    line = 1e6 * (fit.a + fit.b * S)
+    bottom.plot(S, line, color="0.4", label="fitted a + b S")
+    bottom.axhline(1e6 * fit.a, color="k", ls="--", label="fixed part a")
     bottom.set_title("with the cache: one token, S cached")
     bottom.set_ylabel("µs per new token")
-    bottom.set_ylim(0, 1.45 * max(float(t.max()), 2 * fixed))
+    bottom.set_ylim(0, 1.45 * max(float(t.max()), float(line.max())))
     for ax in (top, bottom):
         ax.set_xlabel("tokens so far $S$")
         ax.set_xlim(0, 1.04 * max(lengths))
@@ -56,17 +56,22 @@ def plot_timing(timing):
 
 
 def growing_table(timing, words):
-    """Tab. kv-fixed: at each S, the cached step (median, µs), the step
-    over its fixed part (the paired ratio's median and 95% interval: above
-    2, the part that grows with S is the larger) and `words[i]`, which
-    says which part is."""
+    """Tab. kv-fixed: at each S, the cached step (median, µs), the growing
+    part b S of the fitted line (median and 95% interval, µs) and
+    `words[i]`, which says whether it or the fixed part a is the larger."""
     rows = []
     for i, S in enumerate(timing.lengths):
         step = 1e6 * timing.cached[:, i].median().item()
-        r = timing.over_fixed[i]
-        ratio = f"{r.median:.2f} ({r.low:.2f} to {r.high:.2f})"
-        rows.append([S, f"{step:.0f}", ratio, words[i]])
-    header = ["$S$", "step (µs)", "step ÷ fixed part", "the larger part"]
+        mid, low, high = (1e6 * x for x in timing.fit.growing(S))
+        rows.append(
+            [
+                S,
+                f"{step:.0f}",
+                f"{mid:.0f} ({low:.0f} to {high:.0f})",
+                words[i],
+            ]
+        )
+    header = ["$S$", "step (µs)", "growing part $bS$ (µs)", "the larger part"]
     return markdown_table(header, rows)
 
 
