@@ -1,10 +1,11 @@
 // "Live Code" (the launch menu's thebe button), served from the book:
 // book/_ext/vendored.py points sphinx-thebe at the copy of thebe in
 // _static/bundled/thebe/ and writes this script into each page that has
-// the button. Thebe then asks mybinder.org for a kernel, which needs the
-// network: when that fails (or the browser is offline, or thebe did not
-// load), the page says so and how to run the notebooks at home, instead
-// of waiting for ever.
+// the button. A click first says what Live Code needs (a kernel on
+// mybinder.org, over the network) and asks before anything leaves the
+// site; only "Connect" asks Binder. When that fails (or the browser is
+// offline, or thebe did not load), the page says so and how to run the
+// notebooks at home, instead of waiting for ever.
 document.addEventListener("DOMContentLoaded", () => {
   "use strict";
   const start = window.initThebeSBT;
@@ -48,10 +49,35 @@ document.addEventListener("DOMContentLoaded", () => {
     });
   }
 
-  window.initThebeSBT = () => {
-    if (failed) {
+  let asked = null;
+
+  function ask() {
+    // The question, once: what Live Code needs, and a button to go on.
+    if (asked) {
+      asked.querySelector("button").focus();
       return;
     }
+    asked = document.createElement("p");
+    asked.className = "mha-live-code-note";
+    asked.setAttribute("role", "status");
+    const command = document.createElement("code");
+    command.textContent = "make lab";
+    const go = document.createElement("button");
+    go.type = "button";
+    go.textContent = "Connect to mybinder.org";
+    go.addEventListener("click", () => {
+      asked.remove();
+      connect();
+    });
+    asked.append("Live Code runs this page's code on mybinder.org, a " +
+      "service on the internet: nothing is sent until you connect. " +
+      "Offline, clone the book's repository and run ", command, ". ", go);
+    const button = document.querySelector(".thebe-launch-button");
+    (button || document.querySelector("section h1")).after(asked);
+    go.focus();
+  }
+
+  function connect() {
     if (navigator.onLine === false) {
       fail("the browser is offline");
       return;
@@ -69,6 +95,12 @@ document.addEventListener("DOMContentLoaded", () => {
         watch();
       });
       script.addEventListener("error", () => fail("thebe did not load"));
+    }
+  }
+
+  window.initThebeSBT = () => {
+    if (!failed) {
+      ask();
     }
   };
 });

@@ -358,17 +358,24 @@ def test_the_header_buttons_show_keyboard_focus(visit):
     assert problems["errors"] == []
 
 
-def test_live_code_says_when_binder_cannot_be_reached(visit):
-    """Live Code loads thebe from the site; offline (here every request
-    off the site is aborted) it says what it needs and how to run the
-    notebooks at home. Its only request off the site is Binder's."""
+def test_live_code_asks_before_it_leaves_the_site(visit):
+    """A click on Live Code says what it needs and sends nothing off the
+    site; only "Connect" asks Binder, and when Binder cannot be reached
+    (here every request off the site is aborted) the page says so and
+    how to run the notebooks at home."""
     page, problems = visit("book/one_head.html")
     page.locator(".dropdown-launch-buttons > button").click()
     page.get_by_role("button", name="Live Code").click()
     note = page.locator(".mha-live-code-note")
     note.wait_for(timeout=30_000)
-    assert "needs the network" in note.text_content()
-    assert "make lab" in note.text_content()
+    assert "nothing is sent until you connect" in note.text_content()
+    page.wait_for_timeout(500)
+    assert problems["external"] == []
+    page.get_by_role("button", name="Connect to mybinder.org").click()
+    failed = page.locator(".mha-live-code-note[role=alert]")
+    failed.wait_for(timeout=30_000)
+    assert "needs the network" in failed.text_content()
+    assert "make lab" in failed.text_content()
     assert all(
         url.startswith("https://mybinder.org/") for url in problems["external"]
     ), problems["external"]
@@ -378,9 +385,10 @@ def test_live_code_says_so_at_once_when_the_browser_is_offline(visit):
     page, problems = visit("book/one_head.html")
     page.context.set_offline(True)
     page.evaluate("() => window.initThebeSBT()")
+    page.get_by_role("button", name="Connect to mybinder.org").click()
     assert (
         "needs the network"
-        in page.locator(".mha-live-code-note").text_content()
+        in page.locator(".mha-live-code-note[role=alert]").text_content()
     )
     assert problems["external"] == []
     assert not [u for u in problems["failed"] if "thebe" in u]
