@@ -114,6 +114,14 @@ def test_every_layer_is_in_the_explorer_and_in_bertviz(lab, bert):
     page.locator(".mha-live-bertviz").scroll_into_view_if_needed()
     bertviz = page.locator(".mha-live-bertviz [id^=mha-live-bertviz]")
     bertviz.locator("svg").wait_for()
+    # The lab may draw BertViz again once the similarities arrive: wait
+    # for the view that is drawn last, with its menu filled.
+    page.wait_for_function(
+        "(n) => document.querySelectorAll('.mha-live-bertviz"
+        " [id^=mha-live-bertviz] #layer option').length === n",
+        arg=num_layers,
+        timeout=30_000,
+    )
     layer_menu = bertviz.locator("#layer")
     assert layer_menu.locator("option").count() == num_layers
     before = bertviz.locator("svg").inner_html()
