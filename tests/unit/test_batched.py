@@ -259,7 +259,13 @@ def test_a_config_of_another_kind_is_named():
         ((2, 1, 5, 8), r"reshape it to \(batch, tokens, 8\)"),
     ],
 )
-def test_an_input_that_is_not_batch_tokens_width_is_refused(shape, fix):
-    batched = BatchedMultiHeadAttention(AttentionConfig(8, 2))
+@pytest.mark.parametrize(
+    "layer_class", [MultiHeadAttention, BatchedMultiHeadAttention]
+)
+def test_an_input_that_is_not_batch_tokens_width_is_refused(
+    shape, fix, layer_class
+):
+    """The loop layer and the batched one share their check."""
+    layer = layer_class(AttentionConfig(8, 2))
     with pytest.raises(ValueError, match=rf"\(B, T, d\).*{fix}"):
-        batched(torch.randn(shape))
+        layer(torch.randn(shape))

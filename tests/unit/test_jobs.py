@@ -91,12 +91,16 @@ def test_a_job_done_needs_most_of_the_attention_and_the_median_beaten():
 
 
 def test_the_flies_verdict_reads_its_interval():
-    def head(low, high):
-        return jobs.FliesHead(0, 0, (low + high) / 2, low, high, 0, 8)
+    # the page decides the flies score against an even share (1) by its
+    # interval, with the `compare` rule
+    from mhabook.experiments.verdicts import compare
 
-    assert head(1.1, 1.5).verdict == "more"
-    assert head(0.9, 1.5).verdict == "same"
-    assert head(0.5, 0.9).verdict == "less"
+    def head(low, high):
+        return compare(low, high, 1.0, 1.0)
+
+    assert head(1.1, 1.5) == "more"
+    assert head(0.9, 1.5) == "same"
+    assert head(0.5, 0.9) == "less"
 
 
 def test_the_figure_and_table_show_each_job():
@@ -127,4 +131,4 @@ def test_the_study_runs_on_a_random_bert_and_finds_no_job_there(tmp_path):
     assert study.attention.shape[:2] == (2, 2)
     assert study.jobs_done == 0
     assert study.largest_difference < 1e-4
-    assert study.flies.n_pairs > 0
+    assert len(study.flies.score.values) > 0

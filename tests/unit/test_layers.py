@@ -123,20 +123,6 @@ def test_a_config_with_the_two_sizes_is_enough():
 
 
 @pytest.mark.parametrize(
-    "shape, fix",
-    [
-        ((5, 8), r"hidden_state\[None\]"),
-        ((1, 5, 6), "give it 8 features"),
-        ((2, 1, 5, 8), r"reshape it to \(batch, tokens, 8\)"),
-    ],
-)
-def test_an_input_that_is_not_batch_tokens_width_is_refused(shape, fix):
-    layer = MultiHeadAttention(config(8, 2))
-    with pytest.raises(ValueError, match=rf"\(B, T, d\).*{fix}"):
-        layer(torch.randn(shape))
-
-
-@pytest.mark.parametrize(
     "mask, fix",
     [
         (torch.ones(3, 3), r"mask.bool\(\)"),

@@ -169,37 +169,6 @@ def gallery(examples, jobs=None):
 
 
 @dataclass
-class FliesHead:
-    """The head that best reproduces the source's picture: "flies" looks at
-    "arrow" in A, at "fruit" and "banana" in B. Chosen over every layer on
-    the even pairs of book/data/flies_pairs.tsv, scored on the odd ones."""
-
-    layer: int
-    head: int
-    held_out: float  # the smallest of the three lifts, averaged
-    low: float  # its 95% bootstrap interval
-    high: float
-    pairs_above: int  # held-out pairs where all three lifts are above 1
-    n_pairs: int  # held-out pairs
-    # The source's contrast, held out, as lifts (`realheads.flies_measures`):
-    # "arrow" from A's "flies" minus from B's, and the smaller of B's two
-    # targets' gains from B's "flies" over A's; with 95% bootstrap intervals.
-    in_a: float = float("nan")
-    in_a_low: float = float("nan")
-    in_a_high: float = float("nan")
-    in_b: float = float("nan")
-    in_b_low: float = float("nan")
-    in_b_high: float = float("nan")
-
-    @property
-    def verdict(self):
-        """'more', 'less' or 'same' than an even share (1), by the interval."""
-        if self.low > 1:
-            return "more"
-        return "less" if self.high < 1 else "same"
-
-
-@dataclass
 class RealHeads:
     """Everything section 4 states, from one call."""
 
@@ -210,45 +179,12 @@ class RealHeads:
     jobs: list  # [Job, ...], in the order of JOBS
     targets: list  # one (T, T) bool per job, on the pair
     n_pairs: int  # pairs of claim1_pairs.tsv the gallery is measured on
-    flies: FliesHead
+    flies: rh.FliesTest  # the head closest to the source's "flies" picture
     largest_difference: float  # the chapter's layers against the model's
 
     @property
     def jobs_done(self):
         return sum(job.does_job for job in self.jobs)
-
-
-def flies_head(model, tokenizer, seed=0):
-    """A `FliesHead`, from book/data/flies_pairs.tsv."""
-    rows = rh.load_table(rh.SETS["flies"])
-    flies = rh.flies_examples(model, tokenizer, rows, rh.set_path("flies"))
-    scores = torch.stack(
-        [rh.lifts(ex, ex["targets"]).min(0).values for ex in flies]
-    )  # (N, L, h): each pair's smallest lift
-    layer, head = rh.best_head(scores[0::2].mean(0))
-    held = scores[1::2, layer, head]
-    low, high = rh.mean_interval(held, seed=seed)
-    measures = torch.stack(
-        [rh.flies_measures(ex, layer, head) for ex in flies[1::2]]
-    )  # (n, 5): score, contrast A, contrast B, rivals
-    in_a, in_b = measures[:, 1], measures[:, 2]
-    in_a_low, in_a_high = rh.mean_interval(in_a, seed=seed)
-    in_b_low, in_b_high = rh.mean_interval(in_b, seed=seed)
-    return FliesHead(
-        layer=layer,
-        head=head,
-        held_out=held.mean().item(),
-        low=low,
-        high=high,
-        pairs_above=int((held > 1).sum()),
-        n_pairs=len(held),
-        in_a=in_a.mean().item(),
-        in_a_low=in_a_low,
-        in_a_high=in_a_high,
-        in_b=in_b.mean().item(),
-        in_b_low=in_b_low,
-        in_b_high=in_b_high,
-    )
 
 
 def chapter_difference(model, hidden_states, attention):
@@ -285,32 +221,20 @@ def real_heads_results(model, tokenizer, text_a, text_b):
     """`RealHeads`: the pair (text_a, text_b) for the head view and the
     gallery's maps; the gallery measured on book/data/claim1_pairs.tsv;
     the source's "flies" head; the chapter's layers against the model."""
-    inputs, tokens, sentence_b_start = rh.encode_pair(
-        tokenizer, model, text_a, text_b
-    )
-    attention, hidden_states = rh.model_attentions(model, inputs)
-    pair = {
-        "attention": attention,
-        "tokens": tokens,
-        "segments": inputs["token_type_ids"][0],
-        "special": torch.tensor(
-            [
-                i
-                for i, t in enumerate(tokens)
-                if t in tokenizer.all_special_tokens
-            ]
-        ),
-    }
+    pair = rh.run_example(model, tokenizer, text_a, text_b)
+    attention, hidden_states = pair["attention"], pair["hidden_states"]
     columns = list(zip(*rh.load_table(rh.SETS["pairs"])))  # A, B
     pairs = rh.run_examples(model, tokenizer, *columns, rh.set_path("pairs"))
+    rows = rh.load_table(rh.SETS["flies"])
+    flies = rh.flies_examples(model, tokenizer, rows, rh.set_path("flies"))
     return RealHeads(
-        tokens=tokens,
-        sentence_b_start=sentence_b_start,
+        tokens=pair["tokens"],
+        sentence_b_start=int(pair["segments"].argmax()),
         attention=attention,
         hidden_states=hidden_states,
         jobs=gallery(pairs),
         targets=[job(pair) for job in JOBS.values()],
         n_pairs=len(pairs),
-        flies=flies_head(model, tokenizer),
+        flies=rh.flies_test(flies),  # chosen over every layer
         largest_difference=chapter_difference(model, hidden_states, attention),
     )
