@@ -64,6 +64,25 @@ def test_each_going_deeper_page_is_read_within_its_word_budget(reading, page):
     )
 
 
+def test_the_stated_reading_time_is_the_counted_one(reading):
+    """The index and the README say how long the chapter takes to read:
+    its prose at 200 words a minute and its code in view at 2.5 s a line
+    (reading_counts.py), to the nearest five minutes."""
+    minutes = sum(
+        reading[page]["minutes"]
+        for page in prose_of(reading, part("The chapter"))
+    )
+    for path in (BOOK / "index.md", ROOT / "README.md"):
+        stated = re.findall(r"about (\d+) minutes", path.read_text())
+        assert stated, f"{path.name} does not say 'about N minutes' of reading"
+        for n in map(int, stated):
+            assert abs(n - minutes) <= 5, (
+                f"{path.name} says about {n} minutes; the chapter counts "
+                f"{minutes:.0f} (tests/tools/reading_counts.py): say about "
+                f"{5 * round(minutes / 5)}"
+            )
+
+
 def test_the_budgets_name_pages_of_the_book():
     assert "book/real_heads" in part("The chapter")
     assert part("Going deeper") != []
