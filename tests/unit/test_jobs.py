@@ -5,6 +5,8 @@ a word's weight on its target) among heads that spread evenly, so that
 the right answer is known.
 """
 
+import dataclasses
+
 import pytest
 import torch
 
@@ -117,18 +119,78 @@ def test_the_figure_and_table_show_each_job():
         gallery.figure(example()["attention"], TOKENS, found, targets[:2])
 
 
+def test_top_word_is_the_word_a_query_weights_most():
+    ex = example()
+    # "flies" in A (2) puts all its weight on "time" (1) in head PLANTED
+    assert jobs.top_word(ex, *PLANTED, query=2) == ("time", "A")
+    ex["attention"][0, 0, 2] = 0.0
+    ex["attention"][0, 0, 2, 0] = 0.9  # [CLS] is not a word
+    ex["attention"][0, 0, 2, 6] = 0.1  # "flies" in B
+    assert jobs.top_word(ex, 0, 0, query=2) == ("flies", "B")
+
+
+def flies_test(layer, score_low, control_low):
+    """A `FliesTest` whose pattern margins are score_low - 1, 0.5, 0.5
+    (the held-out pairs), and control_low - 1, 0.5, 0.5 (the control)."""
+    from mhabook.experiments.realheads import Estimate, FliesTest
+
+    def at(low):
+        return Estimate(torch.tensor([low + 0.1]), low, low + 0.2)
+
+    def test(low):
+        return FliesTest(
+            layer, 0, 1.0, at(low), at(0.5), at(0.5), at(0), at(0)
+        )
+
+    return test(score_low), test(control_low)
+
+
+def test_word_sense_needs_the_pattern_a_layer_above_0_and_a_failed_control():
+    from mhabook.experiments.verdicts import all_above
+
+    def reads_sense(layer, score_low, control_low):
+        names = [f.name for f in dataclasses.fields(jobs.RealHeads)]
+        study = jobs.RealHeads(**dict.fromkeys(names))
+        study.flies, study.same_sense = flies_test(
+            layer, score_low, control_low
+        )
+        return all_above(study.sense_margins, 0)
+
+    assert reads_sense(2, 1.2, 0.9)  # held out, layer 2, control fails
+    assert not reads_sense(0, 1.2, 0.9)  # layer 0: position and segment
+    assert not reads_sense(2, 0.9, 0.9)  # the pattern does not appear
+    assert not reads_sense(2, 1.2, 1.1)  # it appears where both are verbs
+
+
 def test_the_study_runs_on_a_random_bert_and_finds_no_job_there(tmp_path):
     from transformers import AutoModel, AutoTokenizer
 
+    from mhabook.experiments import realheads as rh
     from tiny import save_random_bert
 
     folder = save_random_bert(tmp_path, layers=2, heads=2, hidden=16)
     model = AutoModel.from_pretrained(folder, attn_implementation="eager")
     tokenizer = AutoTokenizer.from_pretrained(folder)
-    study = jobs.real_heads_results(
-        model.eval(), tokenizer, "time flies like an arrow", "fruit flies"
-    )
+    text_a, text_b = "time flies like an arrow", "fruit flies"
+    study = jobs.real_heads_results(model.eval(), tokenizer, text_a, text_b)
     assert study.attention.shape[:2] == (2, 2)
     assert study.jobs_done == 0
     assert study.largest_difference < 1e-4
     assert len(study.flies.score.values) > 0
+    # the control is the flies head itself, on other pairs
+    flies, same = study.flies, study.same_sense
+    assert (same.layer, same.head) == (flies.layer, flies.head)
+    assert not torch.equal(same.score.values, flies.score.values)
+    # the first job's score on the pair is its score over that one pair
+    pair = rh.run_example(model, tokenizer, text_a, text_b)
+    scores, _ = jobs.job_shares([pair], jobs.previous_word)
+    first = study.jobs[0]
+    assert study.first_on_pair == scores[0, first.layer, first.head].item()
+    numbers = study.numbers()
+    assert numbers["n_pairs"] == len(rh.load_table(rh.SETS["pairs"]))
+    assert numbers["n_flies"] == len(rh.load_table(rh.SETS["flies"]))
+    assert numbers["flies_score_low"] == flies.score.low
+    assert numbers["same_score"] == same.score.mean
+    source = "time flies like an arrow fruit flies like a banana".split()
+    assert numbers["flies_top"] in source  # a word of the source's pair
+    assert numbers["flies_top_side"] in ("A", "B")

@@ -168,6 +168,14 @@ def gallery(examples, jobs=None):
 # --- The study of section 4, in one call -----------------------------------
 
 
+def top_word(example, layer, head, query):
+    """(token, "A" or "B"): the word (not [CLS] or [SEP]) that `query`
+    weights most in that head, and the sentence it is in."""
+    row = example["attention"][layer, head, query]  # (T,)
+    key = int(row.masked_fill(~_words(example), -1.0).argmax())
+    return example["tokens"][key], "AB"[int(example["segments"][key])]
+
+
 @dataclass
 class RealHeads:
     """Everything section 4 states, from one call."""
@@ -178,13 +186,51 @@ class RealHeads:
     hidden_states: tuple  # L + 1 of (1, T, d), the pair
     jobs: list  # [Job, ...], in the order of JOBS
     targets: list  # one (T, T) bool per job, on the pair
-    n_pairs: int  # pairs of claim1_pairs.tsv the gallery is measured on
+    first_on_pair: float  # the first job's head, its score on the pair
+    pairs: list  # the examples of claim1_pairs.tsv the gallery measures
+    n_flies: int  # pairs of flies_pairs.tsv
     flies: rh.FliesTest  # the head closest to the source's "flies" picture
+    same_sense: rh.FliesTest  # that head where B repeats A (both verbs)
+    flies_top: tuple  # (word, "A"/"B"): what A's "flies" weights most
+    # in that head, on the source's pair (the set's first row)
     largest_difference: float  # the chapter's layers against the model's
 
     @property
     def jobs_done(self):
         return sum(job.does_job for job in self.jobs)
+
+    @property
+    def sense_margins(self):
+        """Each above 0 when the pairs are evidence that the flies head
+        reads word sense: the pattern appears held out, the head is above
+        layer 0 (where a query is one token, its position and segment),
+        and the pattern does not appear where both "flies" are verbs."""
+        control = min(self.same_sense.pattern_margins)
+        return [*self.flies.pattern_margins, self.flies.layer - 0.5, -control]
+
+    def numbers(self):
+        """{name: value}: the numbers the page glues."""
+        first, flies, same = self.jobs[0], self.flies, self.same_sense
+        return {
+            "n_pairs": len(self.pairs),
+            "n_jobs": len(self.jobs),
+            "jobs_done_n": self.jobs_done,
+            "first_layer": first.layer,
+            "first_head": first.head,
+            "first_on_pair": self.first_on_pair,
+            "n_flies": self.n_flies,
+            "flies_layer": flies.layer,
+            "flies_head": flies.head,
+            "flies_score": flies.score.mean,
+            "flies_score_low": flies.score.low,
+            "flies_score_high": flies.score.high,
+            "same_score": same.score.mean,
+            "same_score_low": same.score.low,
+            "same_score_high": same.score.high,
+            "flies_top": self.flies_top[0],
+            "flies_top_side": self.flies_top[1],
+            "largest": self.largest_difference,
+        }
 
 
 def chapter_difference(model, hidden_states, attention):
@@ -220,21 +266,32 @@ def chapter_difference(model, hidden_states, attention):
 def real_heads_results(model, tokenizer, text_a, text_b):
     """`RealHeads`: the pair (text_a, text_b) for the head view and the
     gallery's maps; the gallery measured on book/data/claim1_pairs.tsv;
-    the source's "flies" head; the chapter's layers against the model."""
+    the source's "flies" head on book/data/flies_pairs.tsv, and on the
+    same pairs with B repeating A; the chapter's layers against the model."""
     pair = rh.run_example(model, tokenizer, text_a, text_b)
     attention, hidden_states = pair["attention"], pair["hidden_states"]
     columns = list(zip(*rh.load_table(rh.SETS["pairs"])))  # A, B
     pairs = rh.run_examples(model, tokenizer, *columns, rh.set_path("pairs"))
-    rows = rh.load_table(rh.SETS["flies"])
-    flies = rh.flies_examples(model, tokenizer, rows, rh.set_path("flies"))
+    found = gallery(pairs)
+    first, first_job = found[0], next(iter(JOBS.values()))
+    on_pair = job_shares([pair], first_job)[0][0]  # (L, h)
+    rows, where = rh.load_table(rh.SETS["flies"]), rh.set_path("flies")
+    flies = rh.flies_examples(model, tokenizer, rows, where)
+    test = rh.flies_test(flies)  # chosen over every layer
+    same = rh.same_sense_examples(model, tokenizer, rows, where)
+    source = flies[0]  # the source's pair
     return RealHeads(
         tokens=pair["tokens"],
         sentence_b_start=int(pair["segments"].argmax()),
         attention=attention,
         hidden_states=hidden_states,
-        jobs=gallery(pairs),
+        jobs=found,
         targets=[job(pair) for job in JOBS.values()],
-        n_pairs=len(pairs),
-        flies=rh.flies_test(flies),  # chosen over every layer
+        first_on_pair=float(on_pair[first.layer, first.head]),
+        pairs=pairs,
+        n_flies=len(flies),
+        flies=test,
+        same_sense=rh.flies_test(same, test.layer, test.head),
+        flies_top=top_word(source, test.layer, test.head, source["flies"][0]),
         largest_difference=chapter_difference(model, hidden_states, attention),
     )
