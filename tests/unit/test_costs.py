@@ -7,6 +7,7 @@ import torch
 from mhabook import MultiHeadAttention
 from mhabook.experiments import costs
 from mhabook.experiments.costs import watch
+from mhabook.experiments.verdicts import compare
 from mhabook.layers.all_heads import AttentionConfig, batched_from_loop
 
 MIB = 2**20
@@ -156,6 +157,7 @@ def record():
 
 def test_results_count_parameters_and_flops(record):
     d = WIDTH
+    assert (record.repeats, record.min_run_time) == (3, 1e-3)
     assert set(record.params.values()) == {4 * (d * d + d)}
     for (_, _, T), flops in record.flops.items():
         assert flops == 8 * T * d**2 + 4 * T**2 * d
@@ -206,9 +208,13 @@ def test_results_accounting_adds_up_to_the_gap(record):
     assert a.rest.low <= a.rest.median <= a.rest.high
     assert a.per_op == pytest.approx(9e-3 * 2.0)  # the median repeat
     assert a.products_ratio.median == pytest.approx(7 / 8)
-    # the loop: itself, 4 heads, their 12 projections, W^O; the batched
-    # layer: itself, its projection, W^O; the projections in products
-    assert a.other_calls == (1 + 4 + 12 + 1) - 3 - (12 - 1)
+
+
+def test_against_gives_the_rule_an_interval_and_its_bar():
+    assert costs.PairedRatio(0.9, 0.8, 0.95).against(1) == (0.8, 0.95, 1, 1)
+    assert compare(*costs.PairedRatio(0.9, 0.8, 0.95).against(1)) == "less"
+    assert compare(*costs.PairedRatio(1.0, 0.8, 1.2).against(1)) == "same"
+    assert compare(*costs.Term(2.0, 1.0, 3.0).against(0)) == "more"
 
 
 def test_results_refuse_what_they_cannot_measure():

@@ -57,15 +57,13 @@ def test_accounting_table_rows_in_signed_ms():
         extra_ops=30,
         other_ops=20,
         per_op=2.5e-6,
-        other_calls=7,
     )
     table = head_costs.accounting_table(accounting).data
-    assert "| the loop's extra time (loop − batched) | +1.000 |" in table
-    assert "one-head projections − the one batched projection | -2.000 |" in (
-        table
-    )
-    assert "its 6 one-head" in table and "20 other extra operations" in table
-    assert "at 2.5 µs each" in table and "-3.000 to -1.000" in table
+    assert "| the loop's extra time: loop − batched | +1.000 |" in table
+    assert "| 6 one-head projections − one batched | -2.000 |" in table
+    assert "| 20 other operations × 2.5 µs | +1.000 |" in table
+    assert "| the rest | +2.000 | +1.000 to +3.000 |" in table
+    assert "-3.000 to -1.000" in table
 
 
 def test_interval_text_never_rounds_an_end_to_one():
@@ -97,3 +95,22 @@ def test_comparisons_table_gives_every_ratio_at_every_length():
     assert "| ratio of times (95% interval) | $T$ = 5 | $T$ = 9 |" in table
     assert "| loop, $h$ = 2 over $h$ = 1 | 0.50 (0.25 to 0.75) |" in table
     assert table.count("0.50 (0.25 to 0.75)") == 8
+
+
+def test_timing_tables_hold_both_tables():
+    record = made_up_record()
+    ratio = {T: PairedRatio(0.5, 0.25, 0.75) for T in LENGTHS}
+    for name in (
+        "batched_loop",
+        "fused_batched",
+        "loop_heads",
+        "batched_heads",
+    ):
+        setattr(record, name, ratio)
+    ms = Term(1e-3, 5e-4, 2e-3)
+    record.accounting = Accounting(
+        5, 2, ms, ms, ms, ms, ratio[5], 30, 20, 2.5e-6
+    )
+    text = head_costs.timing_tables(record).data
+    assert "ratio of times (95% interval)" in text
+    assert "| the rest | +1.000 | +0.500 to +2.000 |" in text

@@ -2,12 +2,13 @@
 references, the timing of decoding steps, the memory of the cache, the one
 results call, and the page's figures and tables (mhabook.views.sharing)."""
 
+import dataclasses
+
 import matplotlib
 import pytest
 import torch
 
 from mhabook.experiments import costs, sharing
-from mhabook.layers.sharing_kv import grouped_from_llama
 from mhabook.views import sharing as views
 from tiny import tiny_bert, tiny_tokenizer
 
@@ -25,7 +26,7 @@ def test_gap_returns_the_largest_difference_and_refuses_a_real_one():
 def test_the_references_agree_with_the_layer(is_causal):
     torch.manual_seed(0)
     llama = sharing.random_llama(32, 4, 2)
-    layer = grouped_from_llama(llama)
+    layer = sharing.grouped_from_llama(llama)
     x = torch.randn(2, 5, 32)
     mask = torch.ones(5, 5).tril().bool() if is_causal else None
     with torch.no_grad():
@@ -92,10 +93,13 @@ def test_time_decoding_reads_the_planted_costs(monkeypatch):
     assert timing.without.shape == timing.cached.shape == (3, 3)
     assert timing.speedup.median == pytest.approx(1e-7 * 256 / 116e-6)
     assert timing.growth_without.median == pytest.approx(4.0)
+    assert timing.growth_with.median == pytest.approx(116e-6 / 108e-6)
     fit = timing.fit  # the planted a = 100 µs and b = 1 µs per token
     assert (fit.a, fit.a_low, fit.a_high) == pytest.approx((100e-6,) * 3)
     assert (fit.b, fit.b_low, fit.b_high) == pytest.approx((1e-6,) * 3)
     assert fit.growing(16) == pytest.approx((16e-6,) * 3)
+    # a = 100 µs against b S = 4 µs and 16 µs: a is the larger, exactly
+    assert [fit.larger_part(S) for S in lengths] == ["more"] * 3
     assert timing.half == 8
 
 
@@ -176,6 +180,7 @@ def test_the_tables_show_the_record():
     assert "| Llama 3 8B | 32 | 8 | 128 | 4 |" in table
     assert "GiB at 32k tokens" in table
     timing = sharing.Timing(
+        growth_with=None,
         width=16,
         num_heads=4,
         num_kv_heads=2,
@@ -188,14 +193,29 @@ def test_the_tables_show_the_record():
         growth_without=None,
         fit=sharing.LineFit(1e-6, 0.9e-6, 1.1e-6, 1e-6, 0.5e-6, 2e-6),
     )
-    rows = views.growing_table(timing, ["fixed", "growing"]).data
+    # a = 1 µs (0.9 to 1.1) against b S = 2 (1 to 4), 4 (2 to 8), 1 (0.5
+    # to 2) µs: too close at S = 2 and 1, the growing part at S = 4
+    timing = dataclasses.replace(timing, lengths=(2, 4, 1))
+    timing = dataclasses.replace(timing, cached=torch.full((2, 3), 3e-6))
+    rows = views.growing_table(timing).data
     assert rows.splitlines()[2:] == [
-        "| 2 | 3 | 2 (1 to 4) | fixed |",
-        "| 4 | 5 | 4 (2 to 8) | growing |",
+        "| 2 | 3 | 2 (1 to 4) | too close to tell |",
+        "| 4 | 3 | 4 (2 to 8) | growing |",
+        "| 1 | 3 | 1 (0 to 2) | too close to tell |",
     ]
+    fit = dataclasses.replace(timing.fit, a_low=9e-6, a_high=11e-6)
+    assert fit.larger_part(4) == "more"  # 9 to 11 against 2 to 8
     assert views.markdown_table(["a", "b"], [[1, "x"]]).data == (
         "| a | b |\n|---|---:|\n| 1 | x |"
     )
+
+
+def test_the_text_helpers_round_as_they_say():
+    assert views.estimate_text(1.5e-6, 1e-6, 2.25e-6, 1e6, 2) == (
+        "1.50 (1.00 to 2.25)"
+    )
+    assert views.estimate_text(1234.4, 1000, 1500) == "1,234 (1,000 to 1,500)"
+    assert views.span(torch.tensor([0.5, 0.0123, 0.25])) == "0.012 to 0.5"
 
 
 def test_the_figures_draw_from_any_number_of_heads(monkeypatch):

@@ -99,6 +99,11 @@ class PairedRatio:
     low: float  # 95% bootstrap interval of that median
     high: float
 
+    def against(self, bar=1.0):
+        """The arguments of the verdict rule `compare`: the interval
+        against `bar` (1: the two took the same time)."""
+        return (self.low, self.high, bar, bar)
+
 
 def _medians(values, seed, resamples=2000):
     """(resamples,) medians of `values` (N,) resampled with replacement,
@@ -152,6 +157,11 @@ class Term:
     low: float
     high: float
 
+    def against(self, bar=0.0):
+        """The arguments of the verdict rule `compare`: the interval
+        against `bar` (0: no difference)."""
+        return (self.low, self.high, bar, bar)
+
 
 def median_term(values, seed=0):
     """The Term of per-repeat values (N,), N >= 2.
@@ -196,7 +206,6 @@ class Accounting:
     extra_ops: int  # all the loop's extra operations
     other_ops: int  # those outside the projections
     per_op: float  # median seconds of a one-element add
-    other_calls: int  # the loop's extra nn.Module calls but projections
 
 
 @dataclass
@@ -214,6 +223,7 @@ class HeadCosts:
     head_counts: tuple
     lengths: tuple  # short, ..., long
     repeats: int
+    min_run_time: float  # seconds of calls behind each time
     machine: str
     params: dict  # (name, h) -> parameters
     flops: dict  # (name, h, T) -> FLOPs PyTorch's counter saw
@@ -238,19 +248,6 @@ class HeadCosts:
         few, most = self.head_counts[0], self.head_counts[-1]
         extra = self.ops["loop", most] - self.ops["loop", few]
         return extra / (most - few)
-
-
-def _module_calls(fn):
-    """How many nn.Module calls fn() makes."""
-    calls = []
-    hook = torch.nn.modules.module.register_module_forward_pre_hook(
-        lambda module, args: calls.append(module)
-    )
-    try:
-        fn()
-    finally:
-        hook.remove()
-    return len(calls)
 
 
 def _projections(loop, x):
@@ -298,8 +295,6 @@ def _accounting(times, columns, x, loop, layer, seed):
     gap = col["loop", h] - col["batched", h]
     products = col["small"] - col["large"]
     dispatch = other * col["add"]
-    calls = _module_calls(partial(loop, x)) - _module_calls(partial(layer, x))
-    calls -= _module_calls(partial(_projections, loop, x)) - 1  # in products
     return Accounting(
         num_tokens=T,
         num_heads=h,
@@ -313,7 +308,6 @@ def _accounting(times, columns, x, loop, layer, seed):
         extra_ops=extra,
         other_ops=other,
         per_op=col["add"].quantile(0.5).item(),
-        other_calls=calls,
     )
 
 
@@ -404,6 +398,7 @@ def head_costs_results(
         head_counts=head_counts,
         lengths=lengths,
         repeats=repeats,
+        min_run_time=min_run_time,
         machine=machine(),
         params=params,
         flops=flops,

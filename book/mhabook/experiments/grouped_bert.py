@@ -121,7 +121,6 @@ class Conversion:
     other_mean: float  # mean cosine between two different sentences
     shift: dict  # g -> (L,): attention moved
     to_even: torch.Tensor  # (L,): moved to an even spread
-    retrieval: dict  # g -> sentences still nearest their own original
 
     def fidelity(self, g):
         return 1.0 if g == self.num_heads else self.cosines[g].mean().item()
@@ -212,7 +211,7 @@ def conversion(model, tokenizer, sentences, probe_size=40):
         removed = sentence_embeddings(model, tokenizer, sentences)
     unit = F.normalize(reference, dim=-1)
     others = ~torch.eye(n, dtype=torch.bool)
-    cosines, shift, retrieval = {}, {}, {}
+    cosines, shift = {}, {}
     for g in kv_counts:
         changed = with_grouped_kv(model, g)
         embeddings = sentence_embeddings(changed, tokenizer, sentences)
@@ -220,8 +219,6 @@ def conversion(model, tokenizer, sentences, probe_size=40):
         changed_maps = grouped_attention_maps(changed, probe)
         mask = probe["attention_mask"]
         shift[g] = attention_shift(maps, changed_maps, mask)  # (L,)
-        closest = (embeddings @ unit.T).argmax(-1)  # (N,)
-        retrieval[g] = int((closest == torch.arange(n)).sum())
     even = even_spread(maps, probe["attention_mask"])
     return Conversion(
         num_heads=num_heads,
@@ -234,5 +231,4 @@ def conversion(model, tokenizer, sentences, probe_size=40):
         other_mean=(unit @ unit.T)[others].mean().item(),
         shift=shift,
         to_even=attention_shift(maps, even, probe["attention_mask"]),
-        retrieval=retrieval,
     )

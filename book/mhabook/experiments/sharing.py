@@ -18,13 +18,15 @@ import torch.nn.functional as F
 from transformers import LlamaConfig
 from transformers.models.llama.modeling_llama import LlamaAttention
 
-from ..layers.all_heads import BatchedMultiHeadAttention, causal_mask
+from ..layers.all_heads import (
+    BatchedMultiHeadAttention,
+    causal_mask,
+    copy_checked,
+)
 from ..layers.sharing_kv import (
     GroupedAttentionConfig,
     GroupedQueryAttention,
     KVCache,
-    grouped_from_batched,
-    grouped_from_llama,
 )
 from . import grouped_bert
 from .costs import (
@@ -35,8 +37,59 @@ from .costs import (
     time_interleaved,
 )
 from .grouped_bert import mean_interval  # noqa: F401  (for the page)
+from .verdicts import compare
 
 # The references
+
+
+def grouped_from_llama(llama_attention):
+    """Copy a Hugging Face LlamaAttention's q/k/v/o projections into a
+    GroupedQueryAttention, after checking their names and shapes."""
+    config = llama_attention.config
+    source = llama_attention.state_dict()
+    parts = ("weight", "bias") if config.attention_bias else ("weight",)
+    expected = {f"{p}_proj.{w}" for p in "qkvo" for w in parts}
+    if source.keys() != expected:
+        raise ValueError(
+            f"not a LlamaAttention block: expected the parameters "
+            f"{sorted(expected)}, found {sorted(source)}"
+        )
+    layer = GroupedQueryAttention(config)
+    if layer.head_dim != llama_attention.head_dim:
+        raise ValueError(
+            f"head_dim {llama_attention.head_dim} is not hidden_size / "
+            f"num_attention_heads = {layer.head_dim}; this layer needs "
+            f"them equal"
+        )
+    weights = {}
+    for w in parts:
+        weights[f"q.{w}"] = source[f"q_proj.{w}"]
+        weights[f"kv.{w}"] = torch.cat(  # keys first, then values
+            [source[f"k_proj.{w}"], source[f"v_proj.{w}"]]
+        )
+        weights[f"output_linear.{w}"] = source[f"o_proj.{w}"]
+    copy_checked(layer, weights)
+    return layer
+
+
+def grouped_from_batched(batched):
+    """The g = h grouped layer holding a batched layer's weights: the
+    first third of its qkv rows goes to q, the rest to kv."""
+    hidden, h = batched.output_linear.in_features, batched.num_heads
+    layer = GroupedQueryAttention(GroupedAttentionConfig(hidden, h, h))
+    weight, bias = batched.qkv.weight, batched.qkv.bias  # rows [q; k; v]
+    copy_checked(
+        layer,
+        {
+            "q.weight": weight[:hidden],  # (C, C)
+            "q.bias": bias[:hidden],  # (C,)
+            "kv.weight": weight[hidden:],  # (2C, C): keys, then values
+            "kv.bias": bias[hidden:],  # (2C,)
+            "output_linear.weight": batched.output_linear.weight,
+            "output_linear.bias": batched.output_linear.bias,
+        },
+    )
+    return layer
 
 
 def gap(a, b):
@@ -174,6 +227,12 @@ class LineFit:
         """(median, low, high) of the growing part b S, in seconds."""
         return self.b * S, self.b_low * S, self.b_high * S
 
+    def larger_part(self, S):
+        """'more' when the fixed part a is the larger at S, 'less' when
+        the growing part b S is, 'same' when their 95% intervals overlap
+        (the verdict rule `compare`, a against b S)."""
+        return compare(self.a_low, self.a_high, *self.growing(S)[1:])
+
 
 def fit_line(lengths, times, seed=0, resamples=2000):
     """LineFit of time = a + b S to a (repeats, len(lengths)) table: least
@@ -215,6 +274,7 @@ class Timing:
     cached: torch.Tensor  # (repeats, len(lengths)): one token, S cached
     speedup: PairedRatio  # without / cached, at the longest S
     growth_without: PairedRatio  # without, longest S / half of it
+    growth_with: PairedRatio  # cached, longest S / half of it
     fit: LineFit  # cached = a + b S: its fixed and growing parts
 
     @property
@@ -267,6 +327,7 @@ def time_decoding(
     with torch.inference_mode():
         times = time_interleaved(fns, repeats, min_run_time)
     n = len(lengths)  # columns: without (n), then cached (n)
+    half = lengths.index(lengths[-1] // 2)
     return Timing(
         width=width,
         num_heads=num_heads,
@@ -277,9 +338,8 @@ def time_decoding(
         without=times[:, :n],
         cached=times[:, n:],
         speedup=paired_ratio(times, n - 1, 2 * n - 1),
-        growth_without=paired_ratio(
-            times, n - 1, lengths.index(lengths[-1] // 2)
-        ),
+        growth_without=paired_ratio(times, n - 1, half),
+        growth_with=paired_ratio(times, 2 * n - 1, n + half),
         fit=fit_line(lengths, times[:, n:]),
     )
 

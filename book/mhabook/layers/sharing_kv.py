@@ -69,54 +69,6 @@ class GroupedQueryAttention(nn.Module):
         return self.output_linear(context), weights
 
 
-def grouped_from_llama(llama_attention):
-    """Copy a Hugging Face LlamaAttention's q/k/v/o projections."""
-    config = llama_attention.config
-    source = llama_attention.state_dict()
-    parts = ("weight", "bias") if config.attention_bias else ("weight",)
-    expected = {f"{p}_proj.{w}" for p in "qkvo" for w in parts}
-    if source.keys() != expected:
-        raise ValueError(
-            f"not a LlamaAttention block: expected the parameters "
-            f"{sorted(expected)}, found {sorted(source)}"
-        )
-    layer = GroupedQueryAttention(config)
-    if layer.head_dim != llama_attention.head_dim:
-        raise ValueError(
-            f"head_dim {llama_attention.head_dim} is not hidden_size / "
-            f"num_attention_heads = {layer.head_dim}; this layer needs "
-            f"them equal"
-        )
-    weights = {}
-    for w in parts:
-        weights[f"q.{w}"] = source[f"q_proj.{w}"]
-        weights[f"kv.{w}"] = torch.cat(  # keys first, then values
-            [source[f"k_proj.{w}"], source[f"v_proj.{w}"]]
-        )
-        weights[f"output_linear.{w}"] = source[f"o_proj.{w}"]
-    copy_checked(layer, weights)
-    return layer
-
-
-def grouped_from_batched(batched):
-    """The g = h grouped layer holding a batched layer's weights."""
-    hidden, h = batched.output_linear.in_features, batched.num_heads
-    layer = GroupedQueryAttention(GroupedAttentionConfig(hidden, h, h))
-    weight, bias = batched.qkv.weight, batched.qkv.bias  # rows [q; k; v]
-    copy_checked(
-        layer,
-        {
-            "q.weight": weight[:hidden],  # (C, C)
-            "q.bias": bias[:hidden],  # (C,)
-            "kv.weight": weight[hidden:],  # (2C, C): keys, then values
-            "kv.bias": bias[hidden:],  # (2C,)
-            "output_linear.weight": batched.output_linear.weight,
-            "output_linear.bias": batched.output_linear.bias,
-        },
-    )
-    return layer
-
-
 class KVCache:
     """One layer's keys and values of every token so far, for decoding."""
 

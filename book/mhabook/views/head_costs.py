@@ -71,15 +71,10 @@ def accounting_table(accounting):
     three rows' medians add up to the first's."""
     a = accounting
     rows = [
-        ("the loop's extra time (loop − batched)", a.gap),
+        ("the loop's extra time: loop − batched", a.gap),
+        (f"{3 * a.num_heads} one-head projections − one batched", a.products),
         (
-            f"its {3 * a.num_heads} one-head projections − the one "
-            "batched projection",
-            a.products,
-        ),
-        (
-            f"dispatching its {a.other_ops} other extra operations, at "
-            f"{a.per_op * 1e6:.1f} µs each",
+            f"{a.other_ops} other operations × {a.per_op * 1e6:.1f} µs",
             a.dispatch,
         ),
         ("the rest", a.rest),
@@ -140,4 +135,14 @@ def comparisons_table(record):
             [name] + [ratio_text(ratios[T]) for T in record.lengths]
             for name, ratios in rows
         ],
+    )
+
+
+def timing_tables(record):
+    """The comparisons table, then the accounting table, in one Markdown
+    (for one folded cell)."""
+    return Markdown(
+        comparisons_table(record).data
+        + "\n\n"
+        + accounting_table(record.accounting).data
     )

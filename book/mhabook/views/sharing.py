@@ -55,24 +55,39 @@ def plot_timing(timing):
     return fig
 
 
-def growing_table(timing, words):
+LARGER = {"more": "fixed", "less": "growing", "same": "too close to tell"}
+
+
+def growing_table(timing):
     """Tab. kv-fixed: at each S, the cached step (median, µs), the growing
-    part b S of the fitted line (median and 95% interval, µs) and
-    `words[i]`, which says whether it or the fixed part a is the larger."""
+    part b S of the fitted line (median and 95% interval, µs) and which
+    part is the larger (LineFit.larger_part: 'too close to tell' when
+    the intervals of a and b S overlap)."""
     rows = []
     for i, S in enumerate(timing.lengths):
         step = 1e6 * timing.cached[:, i].median().item()
-        mid, low, high = (1e6 * x for x in timing.fit.growing(S))
         rows.append(
             [
                 S,
-                f"{step:.0f}",
-                f"{mid:.0f} ({low:.0f} to {high:.0f})",
-                words[i],
+                f"{step:,.0f}",
+                estimate_text(*timing.fit.growing(S), scale=1e6),
+                LARGER[timing.fit.larger_part(S)],
             ]
         )
-    header = ["$S$", "step (µs)", "growing part $bS$ (µs)", "the larger part"]
+    header = ["$S$", "step (µs)", "growing part $bS$ (µs)", "larger part"]
     return markdown_table(header, rows)
+
+
+def estimate_text(mid, low, high, scale=1.0, digits=0):
+    """'215 (180 to 260)': an estimate and its interval, times `scale`."""
+    mid, low, high = (f"{scale * x:,.{digits}f}" for x in (mid, low, high))
+    return f"{mid} ({low} to {high})"
+
+
+def span(values):
+    """'0.38 to 0.64': the smallest and the largest of `values`, to two
+    significant digits."""
+    return f"{values.min().item():.2g} to {values.max().item():.2g}"
 
 
 def cache_table(memory):
