@@ -28,20 +28,6 @@ ENV_VAR = "MHA_CHECKPOINT"
 ROOT = Path(__file__).resolve().parents[3]  # the repository
 PREFERRED = "bert-base-uncased"
 BUNDLED = "sentence-transformers/all-MiniLM-L6-v2"
-ABOUT_BERT_BASE = (
-    "bert-base-uncased is Google's BERT-base, pretrained on pairs of text "
-    "segments with masked language modelling and next-sentence "
-    "prediction. It is the model the source text and Clark et al. (2019) "
-    "read."
-)
-ABOUT_BUNDLED = (
-    "all-MiniLM-L6-v2 is not bert-base-uncased. It has BERT's architecture "
-    "and vocabulary at a smaller size, with other weights. Its weights start "
-    "from MiniLM, a small model distilled from a larger one, and were tuned "
-    "by sentence-transformers as a sentence encoder: one text in, one "
-    "vector out. That tuning never showed it two sentences in one input, "
-    "so a pair of sentences is outside what it was tuned on."
-)
 HOW_TO_GET_PREFERRED = (
     f"to use {PREFERRED}, run once with network access: python -c "
     f'"from transformers import AutoModel; '
@@ -85,18 +71,6 @@ class Checkpoint:
     def is_bert_base(self):
         """True for the model the source text and Clark et al. read."""
         return self.name == PREFERRED
-
-    def about(self):
-        """What the model is and how it was trained, for a page to print."""
-        if self.is_bert_base:
-            return ABOUT_BERT_BASE
-        if self.name == BUNDLED:
-            return ABOUT_BUNDLED
-        return (
-            f"{self.name} was chosen with {ENV_VAR}; this page does not "
-            f"know how it was trained, so read its numbers as measurements "
-            f"of that model alone."
-        )
 
 
 def bundled_path():
