@@ -1,4 +1,5 @@
-"""Section 4's helpers on a tiny random BERT: inputs, weights, measures."""
+"""Section 4's and testing_heads' helpers on tiny random BERTs and planted
+heads: inputs, weights, measures, the claim tests and the page's verdicts."""
 
 import pytest
 import torch
@@ -41,9 +42,9 @@ from mhabook.experiments.realheads import (
     weighted_norms,
     within_sentence_share,
     within_shares,
-    word_lifts,
 )
-from mhabook.experiments.verdicts import all_above
+from mhabook.experiments.verdicts import all_above, compare, decide
+from mhabook.views import testing
 from tiny import tiny_bert, tiny_tokenizer
 
 
@@ -238,19 +239,6 @@ def test_lifts_and_the_random_target_null():
     # random targets rarely hit all three: the smallest lift is 0 mostly
     assert (null[:, 0, 1] == 0).float().mean() > 0.5
     assert null[:, 0, 1].max() <= 5.5
-
-
-def test_word_lifts_leave_the_weight_on_special_tokens_out():
-    T = 11
-    attention = torch.zeros(1, 1, T, T)
-    attention[0, 0, :, 0] = 0.5  # half of every row on [CLS]
-    words = [1, 2, 3, 4, 6, 7, 8, 9]
-    attention[0, 0][:, words] = 0.5 / len(words)  # the rest spread evenly
-    ex = flies_synthetic(attention)
-    assert (lifts(ex, ex["targets"]) < 1).all()  # below an even share
-    torch.testing.assert_close(  # an even share of the words
-        word_lifts(ex, ex["targets"])[:, 0, 0], torch.ones(3)
-    )
 
 
 def test_referent_accuracy_and_shuffled_labels():
@@ -630,7 +618,7 @@ def test_claim_one_counts_replicating_heads_and_special_shares():
     for ex, twin in zip(own, other):  # head 0 keeps to its own sentence,
         ex["attention"] = torch.cat([ex["attention"], twin["attention"]], 1)
     result = claim_one(own * 4)  # head 1 to the other one
-    assert result.n_heads == 2 and result.best == (0, 0)
+    assert result.n_heads == 2 and result.bar == 1.1
     assert result.replicated == result.reversed == result.candidates == 1
     assert result.halves_bar == correlation_bar(2)
     assert result.halves_r > 0.99  # the halves agree exactly
@@ -688,3 +676,177 @@ def test_testing_results_on_a_random_bert_find_no_claim_2():
     assert results.claim1.replicated <= 1
     assert results.by_weight.shape == results.by_norm.shape == (2,)
     assert results.pronouns.n_confirm == 16
+
+
+# --- claim 1 without the planted head, claim 2 swapped, word sense ----------
+
+
+def test_claim_one_finds_no_head_without_the_planted_one():
+    even = pairs_of_lengths(lambda off, same: torch.ones(off.shape))
+    result = claim_one(even * 4)  # the planted head, spread evenly
+    assert result.typical == pytest.approx(1.0)
+    assert result.replicated == result.reversed == result.candidates == 0
+    assert result.halves_bar == float("inf")  # one head: no correlation
+
+
+def test_the_swapped_search_chooses_on_the_odd_pairs():
+    flies = planted_flies({(1, 0): claim_head})
+    for n, ex in enumerate(flies):  # head (0, 1) looks at the targets,
+        if n % 2 == 1:  # on the odd pairs only
+            ex["attention"][0, 1] = planted_flies(
+                {(0, 1): same_rows_head}, n_pairs=1
+            )[0]["attention"][0, 1]
+    assert (flies_test(flies).layer, flies_test(flies).head) == (1, 0)
+    swapped = flies_test(flies, swap=True)
+    assert (swapped.layer, swapped.head) == (0, 1)
+    assert swapped.score.mean == pytest.approx(1.0)  # even on the even
+    assert len(swapped.score.values) == 4
+
+
+def sense_results(control_head):
+    """`claim_two` for the planted claim head, with controls (B repeats A)
+    in which head (1, 0) does `control_head`, or spreads evenly (None)."""
+    flies = planted_flies({(1, 0): claim_head})
+    heads = {} if control_head is None else {(1, 0): control_head}
+    return claim_two(flies, planted_flies(heads), draws=50)
+
+
+def stronger_head(n):
+    """claim_head's pattern, with every target weighted more."""
+    a, b = claim_head(n)
+    return {4: a[4] + 0.2, 6: 0.01, 9: 0.01}, {4: 0.01, 6: b[6] + 0.1, 9: 0.35}
+
+
+def test_a_head_that_reads_sense_scores_lower_on_the_controls():
+    c2 = sense_results(control_head=None)  # no pattern without the sense
+    assert c2.same_sense.score.mean == pytest.approx(1.0)
+    assert c2.sense.low > 1  # the real pairs beat their controls
+    assert compare(c2.sense.low, c2.sense.high, 0, 0) == "more"
+
+
+def test_a_head_that_reads_position_scores_the_same_on_the_controls():
+    c2 = sense_results(control_head=claim_head)  # the same places, rows
+    torch.testing.assert_close(c2.sense.values, torch.zeros(4))
+    assert compare(c2.sense.low, c2.sense.high, 0, 0) == "same"
+    c2 = sense_results(control_head=stronger_head)
+    assert compare(c2.sense.low, c2.sense.high, 0, 0) == "less"
+
+
+def test_claim_two_needs_a_control_per_pair():
+    flies = planted_flies({(1, 0): claim_head})
+    with pytest.raises(ValueError, match="same_sense_examples"):
+        claim_two(flies, flies[:-2], draws=10)
+
+
+# --- the page's verdicts, on planted heads -----------------------------------
+
+
+def planted_results(flies_head=claim_head, control_head=claim_head):
+    """A `TestingHeads` record of planted heads: claim 1's head keeps to its
+    own sentence; claim 2's head `flies_head` (None: every head spreads
+    evenly) with controls `control_head`; a pronoun head that finds the
+    referent."""
+    pairs = pairs_of_lengths(lambda off, same: 1.0 + 2.0 * same) * 4
+    flies = planted_flies({} if flies_head is None else {(1, 0): flies_head})
+    control = planted_flies(
+        {} if control_head is None else {(1, 0): control_head}
+    )
+    return realheads.TestingHeads(
+        n_pairs=len(pairs),
+        n_flies=len(flies),
+        n_pronouns=32,
+        claim1=claim_one(pairs, seed=0),
+        claim2=claim_two(flies, control, draws=50),
+        pronouns=pronouns_result(planted_pronouns(), draws=200, sims=200),
+        by_weight=torch.tensor([0.5, 0.4]),
+        by_norm=torch.tensor([0.2, 0.1]),
+    )
+
+
+def outcomes(results):
+    """{verdict name: (outcome, phrase)} of the page's verdicts."""
+    return {
+        name: decide(rule, args, phrases)
+        for name, rule, args, phrases in testing.page_verdicts(results)
+    }
+
+
+def test_the_page_finds_the_planted_claim_heads():
+    found = outcomes(planted_results())
+    assert found["claim_1"][0] == "all"  # the one head keeps to its own
+    assert found["claim_2"] == (True, "passes both held-out tests")
+    assert found["claim_sense"][0] == "same"  # a head of position
+    assert found["claim_coref"][0] is True
+    assert found["norm_verdict"][0] is True
+    assert found["best_where"][0] is True  # the planted head: layer 1
+
+
+def test_the_page_verdicts_flip_when_the_planted_heads_are_removed():
+    found = outcomes(planted_results(flies_head=None, control_head=None))
+    assert found["claim_2"][0] is False
+    assert found["c2_forward"][0] is found["swap_holds"][0] is False
+    assert found["claim_sense"][0] == "same"  # nothing to compare
+    sense = outcomes(planted_results(control_head=None))["claim_sense"]
+    assert sense == ("more", "supported: the control scores lower")
+
+
+RULE_OUTCOMES = {
+    "how_many": {"none", "some", "most", "all"},
+    "sign": {"positive", "negative", "neither"},
+    "compare": {"more", "less", "same"},
+    "above": {True, False},
+    "all_above": {True, False},
+}
+
+
+def page_markdown():
+    from pathlib import Path
+
+    import nbformat
+
+    path = Path(__file__).parents[2] / "book" / "testing_heads.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    code = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
+    text = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    return text, code
+
+
+def test_every_verdict_has_a_short_phrase_for_each_outcome():
+    for name, rule, _, phrases in testing.page_verdicts(planted_results()):
+        assert set(phrases) == RULE_OUTCOMES[rule], name
+        for phrase in phrases.values():
+            assert len(phrase.split()) < 8, (name, phrase)
+
+
+def test_the_page_states_every_glued_name_and_glues_every_stated_one():
+    import re
+
+    results = planted_results()
+    glued = set(testing.page_numbers(results))
+    glued |= {v[0] for v in testing.page_verdicts(results)}
+    text, code = page_markdown()
+    stated = set(re.findall(r"\{glue:text\}`([a-z_0-9]+)", text))
+    in_page = set(re.findall(r'glue\(\s*"([a-z_0-9]+)"', code))
+    assert glued - stated == set(), "glued, never stated"
+    assert stated - glued - in_page == set(), "stated, never glued"
+
+
+def test_each_verdict_sentence_reads_with_every_phrase():
+    """Render each Markdown sentence that glues a verdict with each of its
+    phrases: no verdict is stated without a sentence around it, and no
+    sentence glues two verdicts (a sentence stitched from verdicts)."""
+    import re
+
+    text, _ = page_markdown()
+    sentences = re.split(r"(?<=[.?!])\s+|\n\|", text)
+    verdicts = testing.page_verdicts(planted_results())
+    names = {v[0] for v in verdicts}
+    for name, _, _, phrases in verdicts:
+        role = f"{{glue:text}}`{name}`"
+        uses = [s for s in sentences if role in s]
+        assert uses, f"{name} is never stated"
+        for sentence in uses:
+            others = set(re.findall(r"\{glue:text\}`([a-z_0-9]+)`", sentence))
+            assert others & names == {name}, sentence
+            for phrase in phrases.values():
+                assert phrase in sentence.replace(role, phrase)

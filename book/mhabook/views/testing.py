@@ -1,10 +1,13 @@
-"""Figures of the page testing_heads. Every function returns its Axes."""
+"""Figures of the page testing_heads (every function returns its Axes),
+and the numbers and verdict phrases the page glues."""
+
+import math
 
 import matplotlib as mpl
 import matplotlib.pyplot as plt
 import numpy as np
 
-from .plotting import PALETTE
+from .plotting import PALETTE, head_scatter
 
 
 def _array(values):
@@ -95,3 +98,230 @@ def power_curve(sizes, powers, have, target=0.8, ax=None):
     ax.set_ylim(0, 1.12)
     ax.set_xlim(0, right)
     return ax
+
+
+def own_sentence_scatter(ratio_choose, ratio_confirm, bar=None, ax=None):
+    """Claim 1's heads: the own/other-sentence ratio on the even pairs
+    against the odd pairs, on log axes with ticks at powers of 2; `bar`
+    shades where a head is above it on both."""
+    ax = head_scatter(
+        ratio_choose,
+        ratio_confirm,
+        "own / other sentence, even pairs",
+        "own / other sentence, odd pairs",
+        ax=ax,
+        reference=1.0,
+        log=True,
+    )
+    if bar is not None:
+        (_, right), (_, top) = ax.get_xlim(), ax.get_ylim()
+        ax.fill_between(
+            [bar, right], bar, top, color=PALETTE[2], alpha=0.12, lw=0
+        )
+        ax.set_xlim(right=right)
+        ax.set_ylim(top=top)
+    for axis, limits in ((ax.xaxis, ax.get_xlim()), (ax.yaxis, ax.get_ylim())):
+        ticks = [t for t in (0.25, 0.5, 1, 2, 4, 8) if min(limits) <= t]
+        ticks = [t for t in ticks if t <= max(limits)]
+        axis.set_ticks(ticks, [f"{t:g}" for t in ticks])
+    return ax
+
+
+# --- What the page glues ---------------------------------------------------
+# Every number the page testing_heads states, by its glue name, and every
+# verdict: (name, rule of mhabook.experiments.verdicts, its arguments, a
+# phrase for each outcome). Each phrase reads true in the sentences that
+# glue it; tests/unit/test_realheads.py renders them.
+
+
+def _estimate(name, estimate):
+    """A held-out mean and its 95% interval, as name, name_low, name_high."""
+    return {
+        name: estimate.mean,
+        f"{name}_low": estimate.low,
+        f"{name}_high": estimate.high,
+    }
+
+
+def page_numbers(results):
+    """{glue name: value}: every number the page testing_heads states,
+    from `realheads.testing_results`."""
+    c1, c2, p = results.claim1, results.claim2, results.pronouns
+    best, swapped, upper = c2.best, c2.swapped, c2.upper
+    return {
+        "n_pairs": results.n_pairs,
+        "n_flies": results.n_flies,
+        "n_pronouns": results.n_pronouns,
+        # claim 1
+        "c1_bar": c1.bar,
+        "c1_replicated": c1.replicated,
+        "c1_reversed": c1.reversed,
+        "c1_candidates": c1.candidates,
+        "c1_chance": 0.025 * c1.candidates,  # odd intervals above by luck
+        "cls_share": c1.cls_share,
+        "sep_share": c1.sep_share,
+        "within_mean": c1.within,
+        "halves_r": c1.halves_r,
+        "halves_bar": c1.halves_bar,
+        "ratio_typical": c1.typical,
+        "ratio_low": c1.low,
+        "ratio_high": c1.high,
+        "ratio_median": c1.ratio_all.median().item(),
+        # claim 2: the best head of all layers, chosen on the even pairs
+        "best_layer": best.layer,
+        "best_head": best.head,
+        "best_chosen": best.chosen,
+        "n_odd": c2.n_confirm,
+        **_estimate("best_score", best.score),
+        **_estimate("best_contrast_a", best.contrast_a),
+        **_estimate("best_contrast_b", best.contrast_b),
+        **_estimate("best_rival_a", best.rival_a),
+        "null_best_choose": c2.null_best[0],
+        "null_best_confirm": c2.null_best[1],
+        "src_top": " and ".join(  # '"fruit" (B) and "banana" (B)'
+            f'"{word}" ({side})'
+            for word, side in zip(c2.source_top, c2.source_top_sides)
+        ),
+        # ... chosen on the odd pairs instead; above layer 0
+        "swap_layer": swapped.layer,
+        "swap_head": swapped.head,
+        **_estimate("swap_score", swapped.score),
+        "upper_layer": upper.layer,
+        "upper_head": upper.head,
+        **_estimate("upper_score", upper.score),
+        # the control: B repeats A, both "flies" verbs
+        **_estimate("same_score", c2.same_sense.score),
+        **_estimate("sense_diff", c2.sense),
+        # pronouns
+        "p_ties": len(p.tied),
+        "p_choose": p.accuracy.max().item(),
+        "p_null": p.bar_choose,
+        "p_confirm_best": max(p.held_out[t] for t in p.tied).item(),
+        "p_bar_low": min(p.bar_confirm[t] for t in p.tied).item(),
+        "n_confirm": p.n_confirm,
+        "p_power": p.power,
+        "p_needed": p.needed,
+        "p_times": p.needed / p.n_confirm,
+        "p_detectable": p.detectable,
+        # value norms
+        "norm_weight": results.by_weight.mean().item(),
+        "norm_norm": results.by_norm.mean().item(),
+        "norm_layers": int((results.by_norm < results.by_weight).sum()),
+    }
+
+
+COMPARE = {  # a difference's interval against 0, in "gets ... the rival"
+    "more": "more weight than",
+    "less": "less weight than",
+    "same": "about as much weight as",
+}
+
+
+def page_verdicts(results):
+    """[(name, rule, args, phrases), ...]: every verdict the page
+    testing_heads glues (`mhabook.views.glued.verdict`)."""
+    c1, c2, p = results.claim1, results.claim2, results.pronouns
+    best, swapped = c2.best, c2.swapped
+    passes = {True: "passes", False: "fails"}
+    return [
+        (
+            "claim_1",
+            "how_many",
+            (c1.replicated, c1.n_heads),
+            {
+                "none": "holds in no head",
+                "some": "holds in some heads",
+                "most": "holds in most heads",
+                "all": "holds in every head",
+            },
+        ),
+        (
+            "halves_agree",
+            "sign",
+            (0.0 if math.isnan(c1.halves_r) else c1.halves_r, c1.halves_bar),
+            {
+                "positive": "the halves agree head by head",
+                "negative": "the halves disagree head by head",
+                "neither": "no more than chance would give",
+            },
+        ),
+        (
+            "claim_2",  # both held-out tests: chosen on even, and on odd
+            "all_above",
+            (best.pattern_margins + swapped.pattern_margins, 0),
+            {
+                True: "passes both held-out tests",
+                False: "is not shown on both held-out halves",
+            },
+        ),
+        ("c2_forward", "all_above", (best.pattern_margins, 0), passes),
+        ("swap_holds", "all_above", (swapped.pattern_margins, 0), passes),
+        (
+            "rival_a",
+            "compare",
+            (best.rival_a.low, best.rival_a.high, 0, 0),
+            COMPARE,
+        ),
+        (
+            "beats_null",
+            "all_above",
+            (
+                [
+                    best.chosen - c2.null_best[0],
+                    best.score.mean - c2.null_best[1],
+                ],
+                0,
+            ),
+            {True: "clear both", False: "do not clear both"},
+        ),
+        (
+            "c2_upper",
+            "compare",
+            (c2.upper.score.low, c2.upper.score.high, 1.0, 1.0),
+            {
+                "more": "is above an even share",
+                "same": "cannot be told from an even share",
+                "less": "is below an even share",
+            },
+        ),
+        (
+            "claim_sense",  # the score on real pairs minus on controls
+            "compare",
+            (c2.sense.low, c2.sense.high, 0, 0),
+            {
+                "more": "supported: the control scores lower",
+                "same": "not shown: no clear difference",
+                "less": "not supported: the control scores higher",
+            },
+        ),
+        (
+            "best_where",
+            "above",
+            (best.layer, 0.5),
+            {
+                False: "it cannot read sense at all",
+                True: "its queries have seen the context",
+            },
+        ),
+        (
+            "claim_coref",
+            "above",
+            (p.margin, 0.0),
+            {
+                True: "a chosen head beats chance",
+                False: "no chosen head beats chance",
+            },
+        ),
+        (
+            "p_beats_null",
+            "above",
+            (p.accuracy.max(), p.bar_choose),  # the tied best heads
+            {True: "above", False: "no higher than"},
+        ),
+        (
+            "norm_verdict",
+            "all_above",
+            (results.by_weight - results.by_norm, 0.0),
+            {True: "lower in every layer", False: "not lower in every layer"},
+        ),
+    ]
