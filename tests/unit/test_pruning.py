@@ -328,3 +328,71 @@ def test_the_figures_draw_what_the_record_holds(planted):
     expected = [f"{result.correlation[k]:+.2f}" for k in result.shares]
     assert [t.split()[-1] for t in titles] == expected
     plt.close(fig)
+
+
+def test_the_page_numbers_are_read_off_the_record(planted):
+    from mhabook.views.pruning import page_numbers
+
+    _, _, _, result = planted
+    numbers = page_numbers(result)
+    drop = result.layer_drop
+    assert numbers["top_layer"] == 0 and numbers["runner_up"] == 1
+    assert numbers["top_ratio"] == pytest.approx((drop[0] / drop[1]).item())
+    assert numbers["top_drop"] == pytest.approx(1000 * drop[0].item())
+    assert numbers["num_all"] == 4 and numbers["last_layer"] == 1
+    assert numbers["one_i"] == 0  # head h // 4 of layer 0
+    assert (numbers["n_orders"], numbers["n_curves"]) == (5, 2)
+    assert numbers["n_more_orders"] == 3 and numbers["n_orders_1"] == 6
+    fids = [fidelity for fidelity, _ in result.random_half]
+    assert (numbers["rand_low"], numbers["rand_high"]) == (
+        min(fids),
+        max(fids),
+    )
+    assert numbers["rho_rest"] == result.rho_rest
+
+
+def test_every_page_verdict_has_short_phrases_for_each_outcome(planted):
+    from mhabook.experiments.verdicts import decide
+    from mhabook.views.pruning import page_verdicts
+
+    _, _, _, result = planted
+    verdicts = {name: rest for name, *rest in page_verdicts(result)}
+    assert len(verdicts) == len(page_verdicts(result))  # no name twice
+    for name, (rule, args, phrases) in verdicts.items():
+        decide(rule, args, phrases)  # its outcome has a phrase
+        assert all(len(p.split()) < 8 for p in phrases.values()), name
+    # the loud head's layer leads by more than the sampling noise
+    outcome, phrase = decide(*verdicts["top_verdict"])
+    assert outcome is True and phrase == "clears"
+
+
+def test_the_page_glues_every_name_it_shows_and_shows_every_number(planted):
+    """heads_needed.ipynb's Markdown shows glued values by name: the
+    record's numbers and verdicts, and the names its own cells glue, cover
+    them all, and every number page_numbers gives is shown."""
+    import re
+    from pathlib import Path
+
+    import nbformat
+
+    from mhabook.views.pruning import page_numbers, page_verdicts
+
+    _, _, _, result = planted
+    path = Path(__file__).parents[2] / "book" / "heads_needed.ipynb"
+    cells = nbformat.read(path, as_version=4).cells
+    shown = {
+        name
+        for cell in cells
+        if cell.cell_type == "markdown"
+        for name in re.findall(r"\{glue:text\}`(\w+)", cell.source)
+    }
+    in_cells = {
+        name
+        for cell in cells
+        if cell.cell_type == "code"
+        for name in re.findall(r"(?:glue|verdict)\(\s*\"(\w+)\"", cell.source)
+    }
+    numbers = set(page_numbers(result))
+    verdicts = {name for name, *_ in page_verdicts(result)}
+    assert shown - numbers - verdicts - in_cells == set()
+    assert numbers | verdicts <= shown

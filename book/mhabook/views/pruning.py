@@ -82,3 +82,168 @@ def behaviour_scatter(result):
     axes[0].set_yscale("log")
     fig.colorbar(points, ax=axes.tolist(), label="layer", location="bottom")
     return fig
+
+
+def page_numbers(result):
+    """{glue name: value}: every number heads_needed.ipynb states, read
+    off its `HeadsNeeded` record (importances in thousandths)."""
+    r, top, runner_up = result, result.top_layer, result.runner_up
+    return {
+        "num_all": r.num_layers * r.num_heads,
+        "num_heads": r.num_heads,
+        "last_layer": r.num_layers - 1,
+        # 1. one head removed two ways
+        "one_i": r.exact_head[1],
+        "one_difference": r.exact_difference,  # rounded up: a bound
+        "one_moved": r.exact_moved,
+        "one_scale": r.exact_scale,
+        # 2. each head alone
+        "top_layer": top,
+        "top_drop": 1000 * r.layer_drop[top].item(),
+        "runner_up": runner_up,
+        "top_ratio": (r.layer_drop[top] / r.layer_drop[runner_up]).item(),
+        "median_drop": 1000 * r.importance.median().item(),
+        "n_choose": r.n_choose,
+        "split_half": r.split_half,
+        "split_bar": r.split_bar,
+        "split_rest": r.split_rest,
+        "split_bar_rest": r.split_bar_rest,
+        # 3. many heads, and the paraphrase task
+        "n_rows": r.n_rows,
+        "task_full": r.task_full,
+        "task_none": r.task_none,
+        "word_score": r.word_score,
+        "p_words": r.p_words,
+        "p_none": r.p_none,
+        "wins_none": r.vs_none[0],
+        "losses_none": r.vs_none[1],
+        "room_rows": r.room_rows,
+        "min_rows": r.min_rows,
+        "half": r.half,
+        "fid_half": r.fid_half,
+        "rand_low": min(r.rand_fids),
+        "rand_high": max(r.rand_fids),
+        "n_orders": len(r.random_half),
+        "n_orders_1": len(r.random_half) + 1,
+        "n_curves": len(r.by_random),
+        "n_more_orders": len(r.random_half) - len(r.by_random),
+        "imp_top": r.imp_top,
+        "top_removed_mean": r.top_removed_mean,
+        "rest_low": min(r.rest_half),
+        "rest_high": max(r.rest_half),
+        "first_layer": r.first_layer,
+        "layer_fid": r.layer_fid,
+        "heads_fid": r.heads_fid,
+        "diff_low": r.diff_low,
+        "diff_high": r.diff_high,
+        # 4. what the heads attend to
+        "rho_special": r.correlation["special"],
+        "rho_previous": r.correlation["previous"],
+        "rho_self": r.correlation["self"],
+        "chance": r.chance,
+        "rho_rest": r.rho_rest,
+        "chance_rest": r.chance_rest,
+        "detectable_rest": r.detectable_rest,
+        "top_special": r.top_special,
+        "rest_special": r.rest_special,
+        "special_bar": r.special_bar,
+    }
+
+
+TREND = {  # a correlation with importance, against its chance bar
+    "negative": "matter less",
+    "positive": "matter more",
+    "near": "no trend shown (near the bar)",
+    "neither": "no trend shown",
+}
+
+
+def page_verdicts(result):
+    """[(name, rule, args, phrases), ...]: every verdict heads_needed.ipynb
+    glues (`mhabook.views.glued.verdict`); each phrase reads true in its
+    sentence whatever the outcome."""
+    r = result
+    return [
+        (
+            "top_verdict",  # the top layer's range above every other's
+            "above",
+            (r.top_low, r.others_high),
+            {True: "clears", False: "does not clear"},
+        ),
+        (
+            "split_verdict",
+            "sign",
+            (r.split_half, r.split_bar),
+            {
+                "positive": "agrees with",
+                "negative": "reverses",
+                "neither": "is not measurably related to",
+            },
+        ),
+        (
+            "half_verdict",
+            "compare",
+            (r.fid_half, r.fid_half, min(r.rand_fids), max(r.rand_fids)),
+            {
+                "more": "higher than in any of",
+                "less": "lower than in any of",
+                "same": "within the range of",
+            },
+        ),
+        (
+            "rest_verdict",
+            "compare",
+            (r.fid_half, r.fid_half, min(r.rest_half), max(r.rest_half)),
+            {
+                "more": "above all of",
+                "less": "below all of",
+                "same": "inside the range of",
+            },
+        ),
+        (
+            "layer_verdict",
+            "compare",
+            (r.diff_low, r.diff_high, 0.0, 0.0),
+            {
+                "less": "lowers fidelity more than",
+                "more": "lowers fidelity less than",
+                "same": "is not measurably different from",
+            },
+        ),
+        (
+            "task_can",  # the full model beats both rivals at 5%
+            "below",
+            (max(r.p_words, r.p_none), 0.05),
+            {True: "can", False: "cannot"},
+        ),
+        (
+            "verdict_rest",
+            "sign",
+            (r.rho_rest, r.chance_rest),
+            {
+                "negative": "tend to matter less",
+                "positive": "tend to matter more",
+                "neither": "are not shown to matter less",
+            },
+        ),
+        ("table_rest", "sign_near", (r.rho_rest, r.chance_rest), TREND),
+        (
+            "table_special",
+            "sign_near",
+            (r.correlation["special"], r.chance),
+            TREND,
+        ),
+        (
+            "table_previous",
+            "sign_near",
+            (r.correlation["previous"], r.chance),
+            TREND,
+        ),
+        ("table_self", "sign_near", (r.correlation["self"], r.chance), TREND),
+        (
+            "special_top",
+            "below",
+            (r.top_special, r.special_bar),
+            {True: "is lower than", False: "is not lower than"},
+        ),
+    ]
