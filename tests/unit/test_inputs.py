@@ -3,11 +3,15 @@ too short or too long is refused with the fix; a word the tokenizer
 changes is a note; a word a cell needs is found, or the error says whether
 it is absent, cut into pieces, or changed by case or punctuation."""
 
+from types import SimpleNamespace
+
 import pytest
+import torch
 from transformers import AutoTokenizer
 
 from mhabook.experiments.checkpoint import bundled_path
 from mhabook.experiments.inputs import (
+    check_order,
     check_sentence,
     note_unless,
     word_position,
@@ -20,7 +24,7 @@ def tokenizer():
 
 
 def test_a_plain_sentence_passes_without_a_note(tokenizer, capsys):
-    tokens = check_sentence(tokenizer, "time flies like an arrow", 2, 512)
+    tokens = check_sentence(tokenizer, "time flies like an arrow", at_most=512)
     assert tokens == ["time", "flies", "like", "an", "arrow"]
     assert capsys.readouterr().out == ""
 
@@ -34,6 +38,10 @@ def test_too_few_tokens_are_refused_with_what_to_type(tokenizer, text):
 def test_more_tokens_than_positions_are_refused(tokenizer):
     with pytest.raises(ValueError, match="at most 8.*use a shorter"):
         check_sentence(tokenizer, "time flies " * 5, at_most=8)
+    model = SimpleNamespace(config=SimpleNamespace(max_position_embeddings=6))
+    with pytest.raises(ValueError, match="reads at most 6 .*use a shorter"):
+        check_sentence(tokenizer, "time flies " * 5, model)
+    assert len(check_sentence(tokenizer, "time flies " * 3, model)) == 6
     with pytest.raises(TypeError, match="as a string"):
         check_sentence(tokenizer, ["time", "flies"])
 
@@ -89,6 +97,19 @@ def test_the_message_names_the_variable_and_why(tokenizer):
         word_position(
             ["time", "flies"], "dog", name="linked", why="The heads link it."
         )
+
+
+@pytest.mark.parametrize(
+    "order", [torch.tensor([2, 0, 1]), [1, 0, 2], torch.randperm(3)]
+)
+def test_an_order_that_lists_every_position_once_passes(order):
+    assert check_order(order, 3) is None
+
+
+@pytest.mark.parametrize("order", [[4, 2, 0, 3, 1], [0, 0, 1], [0, 1]])
+def test_an_order_that_is_no_permutation_is_refused(order):
+    with pytest.raises(ValueError, match="use an order that lists 0 to 2"):
+        check_order(order, 3)
 
 
 def test_a_note_is_printed_only_where_the_claim_fails(capsys):

@@ -1,17 +1,21 @@
-"""The tiny two-job task of section 2 and the model trained on it."""
+"""The tiny two-job task of section 2, the model trained on it, and the
+record of several runs side by side."""
 
 import pytest
 import torch
 
 from mhabook.experiments.training import (
     IGNORE,
+    HeadsLearn,
     TinyAttentionModel,
     TinyConfig,
+    heads_learn,
     job_scores,
     loss_and_accuracy,
     make_batch,
     token_names,
     train,
+    train_runs,
 )
 
 
@@ -81,3 +85,82 @@ def test_training_restores_the_thread_count():
     config = TinyConfig()
     train(TinyAttentionModel(config), config, steps=1)
     assert torch.get_num_threads() == threads
+
+
+# Several runs side by side (section 2's record)
+
+
+def test_runs_side_by_side_train_as_they_would_alone():
+    """Each run of train_runs is the run that train() gives its seed, to
+    float rounding: the stacked Adam does not mix the runs."""
+    config = TinyConfig()
+    seeds, steps = [0, 3], 15
+    untrained, trained, losses = train_runs(config, seeds, steps)
+    assert losses.shape == (steps, len(seeds))
+    for run, seed in enumerate(seeds):
+        torch.manual_seed(seed)
+        alone = TinyAttentionModel(config)
+        start = {k: v.clone() for k, v in alone.state_dict().items()}
+        alone_losses = train(alone, config, steps=steps, seed=seed)
+        for key, value in untrained[run].state_dict().items():
+            assert torch.equal(value, start[key]), key
+        for key, value in trained[run].state_dict().items():
+            if key.endswith(".k.bias"):
+                # A key bias adds q . b to every score of a row, which the
+                # softmax ignores: its gradient is 0 up to rounding, and
+                # Adam scales that noise up to steps of lr. The loss never
+                # sees it.
+                continue
+            torch.testing.assert_close(
+                value, alone.state_dict()[key], atol=1e-5, rtol=1e-4
+            )
+        torch.testing.assert_close(
+            losses[:, run], torch.tensor(alone_losses), atol=1e-5, rtol=1e-4
+        )
+
+
+def record(after, accuracy):
+    """A HeadsLearn with planted scores (runs, h, 2) and accuracies."""
+    runs = len(after)
+    return HeadsLearn(
+        seeds=tuple(range(runs)),
+        steps=1,
+        untrained=[],
+        trained=[],
+        held_out=(),
+        accuracy=torch.tensor(accuracy),
+        before=torch.full_like(torch.tensor(after), 0.125),
+        after=torch.tensor(after),
+        chance=0.14,
+    )
+
+
+def test_the_record_finds_which_runs_split_the_work():
+    runs = record(
+        after=[
+            [[0.99, 0.14], [0.14, 0.98]],  # head 0 previous, head 1 matching
+            [[0.13, 0.97], [0.99, 0.12]],  # the other way round
+            [[0.99, 0.16], [0.97, 0.16]],  # both heads on the previous token
+            [[0.40, 0.14], [0.14, 0.45]],  # one head per job, but weakly
+        ],
+        accuracy=[[1.0, 1.0], [1.0, 0.99], [1.0, 0.38], [0.6, 0.5]],
+    )
+    assert runs.split.tolist() == [True, True, False, False]
+    assert runs.job.tolist() == [[0, 1], [1, 0], [0, 0], [0, 1]]
+    torch.testing.assert_close(runs.specialist[1], torch.tensor([0.99, 0.97]))
+    torch.testing.assert_close(runs.other[0], torch.tensor([0.14, 0.14]))
+    assert runs.worst == 2
+
+
+def test_heads_learn_scores_every_run_on_the_held_out_set():
+    config = TinyConfig()
+    runs = heads_learn(config, seeds=[0, 1], steps=2, held_out_size=32)
+    assert runs.seeds == (0, 1) and runs.steps == 2
+    assert runs.accuracy.shape == (2, 2) and runs.after.shape == (2, 2, 2)
+    ids, _, partner, _ = runs.held_out
+    assert ids.shape == (32, config.num_tokens)
+    with torch.no_grad():
+        expected = job_scores(runs.trained[1](ids)[2], partner)
+    torch.testing.assert_close(runs.after[1], expected)
+    i = torch.arange(1, config.num_tokens)
+    assert runs.chance == (partner[:, i] == i - 1).float().mean().item()

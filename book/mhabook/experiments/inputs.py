@@ -4,6 +4,7 @@ A page that reads a sentence checks it with `check_sentence`: too few
 tokens, or more than the checkpoint reads, is a ValueError that names the
 fix; a word the tokenizer changes (lower-cased, punctuation split off, cut
 into pieces, unknown) is a printed note, and the page goes on.
+`check_order` refuses an order of the tokens that is not a permutation.
 `word_position` finds a word a cell needs among the tokens, or says why it
 is not there: absent from the sentence, cut into pieces, or changed by
 lower-casing or punctuation. `note_unless` prints a note where a claim the
@@ -12,6 +13,8 @@ so that the page runs on and draws the next figure.
 """
 
 import string
+
+import torch
 
 PUNCTUATION = set(string.punctuation)
 
@@ -76,14 +79,16 @@ def changes(tokenizer, text):
     return found
 
 
-def check_sentence(tokenizer, text, at_least=1, at_most=None):
+def check_sentence(tokenizer, text, model=None, at_least=2, at_most=None):
     """The sentence's tokens (no [CLS] or [SEP]), checked for a page.
 
-    Fewer than `at_least` tokens, or more than `at_most` (the positions a
-    checkpoint reads), is a ValueError that says what to type. A word the
-    tokenizer changes gets a printed note, and the page goes on with the
-    tokens it made.
+    Fewer than `at_least` tokens, or more than `at_most` (by default the
+    positions the `model` reads, when one is given), is a ValueError that
+    says what to type. A word the tokenizer changes gets a printed note,
+    and the page goes on with the tokens it made.
     """
+    if at_most is None and model is not None:
+        at_most = model.config.max_position_embeddings
     if not isinstance(text, str):
         raise TypeError(
             f"text is a {type(text).__name__}; type the sentence as a "
@@ -109,11 +114,21 @@ def check_sentence(tokenizer, text, at_least=1, at_most=None):
             f"{word!r} -> {', '.join(map(repr, pieces))} (it {did})"
             for word, pieces, did in changed
         )
-        print(
-            f"Note: the tokenizer changes some words: {said}. The rows and "
-            f"columns below are its {len(tokens)} tokens, not your words."
-        )
+        print(f"Note: the tokenizer changes some words: {said}.")
+        print(f"The figures show its {len(tokens)} tokens, not yours.")
     return tokens
+
+
+def check_order(order, num_tokens):
+    """Refuse an order that does not list each position 0 to T - 1 once
+    (a ValueError that names the fix); return nothing."""
+    listed = sorted(torch.as_tensor(order).flatten().tolist())
+    if listed != list(range(num_tokens)):
+        raise ValueError(
+            f"order {listed} does not list each token once: use an order "
+            f"that lists 0 to {num_tokens - 1} once, such as "
+            f"torch.randperm({num_tokens})"
+        )
 
 
 def word_position(tokens, word, text=None, tokenizer=None, name=None, why=""):
@@ -137,34 +152,62 @@ def word_position(tokens, word, text=None, tokenizer=None, name=None, why=""):
     same_case = [t for t in tokens if t.lower() == str(word).lower()]
     bare = [t for t in tokens if core and t.strip(string.punctuation) == core]
     if not tokens:
-        problem = f"{where} has no tokens" if text else "there is no token"
-        fix = "type a sentence that has the word"
-    elif len(pieces) == 1 and pieces[0] in tokens:
-        problem = (
-            f"the tokenizer reads {word!r} as {pieces[0]!r} (it lower-cases "
-            f"words and splits off punctuation)"
+        raise _refusal(
+            f"{where} has no tokens" if text else "there is no token",
+            "type a sentence that has the word",
+            name,
+            why,
         )
-        fix = f"use {pieces[0]!r} instead"
-    elif any(p.startswith("##") for p in pieces) and (
+    if len(pieces) == 1 and pieces[0] in tokens:
+        raise _refusal(
+            f"the tokenizer reads {word!r} as {pieces[0]!r} (it lower-cases "
+            f"words and splits off punctuation)",
+            f"use {pieces[0]!r} instead",
+            name,
+            why,
+        )
+    if any(p.startswith("##") for p in pieces) and (
         in_text or all(p in tokens for p in pieces)
     ):
-        problem = (
+        raise _refusal(
             f"the tokenizer cuts {word!r} into the pieces "
-            f"{', '.join(map(repr, pieces))}, so no one token stands for it"
+            f"{', '.join(map(repr, pieces))}, so no one token stands for it",
+            f"use a word it keeps whole, such as {_such_as(whole)}",
+            name,
+            why,
         )
-        fix = f"use a word it keeps whole, such as {_such_as(whole)}"
-    elif core and core != word and core in tokens:
-        problem = f"{word!r} carries punctuation that the token {core!r} lacks"
-        fix = f"use {core!r} instead"
-    elif same_case:
-        problem = f"{word!r} is written {same_case[0]!r} in {where}"
-        fix = f"use {same_case[0]!r} instead"
-    elif bare:
-        problem = f"{word!r} is written {bare[0]!r} in {where}"
-        fix = f"use {bare[0]!r}, or drop the punctuation from the sentence"
-    else:
-        problem = f"{word!r} is not in {where}"
-        fix = f"use words it has, such as {_such_as(whole)}"
+    if core and core != word and core in tokens:
+        raise _refusal(
+            f"{word!r} carries punctuation that the token {core!r} lacks",
+            f"use {core!r} instead",
+            name,
+            why,
+        )
+    if same_case:
+        raise _refusal(
+            f"{word!r} is written {same_case[0]!r} in {where}",
+            f"use {same_case[0]!r} instead",
+            name,
+            why,
+        )
+    if bare:
+        raise _refusal(
+            f"{word!r} is written {bare[0]!r} in {where}",
+            f"use {bare[0]!r}, or drop the punctuation from the sentence",
+            name,
+            why,
+        )
+    raise _refusal(
+        f"{word!r} is not in {where}",
+        f"use words it has, such as {_such_as(whole)}",
+        name,
+        why,
+    )
+
+
+def _refusal(problem, fix, name, why):
+    """The ValueError of `word_position`: the problem, why the cell needs
+    the word, and the fix, addressed to the variable `name` if given."""
     why = f" {why.strip()}" if why else ""
     fix = f"For {name}, {fix}" if name else fix[0].upper() + fix[1:]
-    raise ValueError(f"{problem}.{why} {fix}.")
+    return ValueError(f"{problem}.{why} {fix}.")

@@ -1,5 +1,7 @@
 """Watch heads learn (section 2): a tiny attention model trained on a task
 that needs two kinds of lookup, small enough to train on a CPU in seconds.
+`heads_learn` trains it from several seeds side by side and scores each
+run: the page's one call.
 
 Every token is a letter carrying a digit, such as ``c3``; in a sequence of
 ``num_tokens`` tokens every letter occurs exactly twice, with independent
@@ -10,11 +12,13 @@ digits. At every position the model must answer two questions:
   lookup by content).
 """
 
+import copy
 from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 from torch import nn
+from torch.func import functional_call, stack_module_state, vmap
 
 from ..layers.many_heads import MultiHeadAttention
 
@@ -111,13 +115,18 @@ def job_scores(weights, partner):
     return torch.stack([previous, matching], dim=1)
 
 
+def job_loss(prev_logits, match_logits, previous, digit):
+    """Summed cross-entropy of both jobs (no answer at IGNORE)."""
+    return F.cross_entropy(
+        prev_logits.flatten(0, 1), previous.flatten(), ignore_index=IGNORE
+    ) + F.cross_entropy(match_logits.flatten(0, 1), digit.flatten())
+
+
 def loss_and_accuracy(model, batch):
     """Summed cross-entropy of both jobs, and each job's accuracy."""
     ids, previous, _, digit = batch
     prev_logits, match_logits, _ = model(ids)
-    loss = F.cross_entropy(
-        prev_logits.flatten(0, 1), previous.flatten()
-    ) + F.cross_entropy(match_logits.flatten(0, 1), digit.flatten())
+    loss = job_loss(prev_logits, match_logits, previous, digit)
     scored = previous != IGNORE
     prev_ok = prev_logits.argmax(-1)[scored] == previous[scored]
     match_ok = match_logits.argmax(-1) == digit
@@ -148,3 +157,118 @@ def train(model, config, steps=600, batch_size=64, lr=1e-2, seed=0):
     finally:
         torch.set_num_threads(threads)
     return losses
+
+
+def train_runs(config, seeds, steps=400, batch_size=64, lr=1e-2):
+    """Train one TinyAttentionModel per seed, side by side.
+
+    Run s starts from `torch.manual_seed(s)` and draws its batches from a
+    generator seeded s, as `train(model, config, seed=s)` does. The models
+    run as one: torch.func.vmap maps one model's loss over the stacked
+    weights, and one Adam steps them all. Adam updates every number on
+    its own, so each run trains as it would alone, to float rounding.
+    Returns (untrained models, trained models, losses (steps, runs)).
+    """
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        models = []
+        for seed in seeds:
+            torch.manual_seed(seed)
+            models.append(TinyAttentionModel(config))
+        untrained = copy.deepcopy(models)
+        weights, buffers = stack_module_state(models)  # (runs, ...) each
+        shape = copy.deepcopy(models[0]).to("meta")  # the model, no numbers
+
+        def loss_of_one(weights, buffers, ids, previous, digit):
+            call = functional_call(shape, (weights, buffers), (ids,))
+            return job_loss(call[0], call[1], previous, digit)
+
+        loss_of_each = vmap(loss_of_one)  # (runs,)
+        optimizer = torch.optim.Adam(weights.values(), lr=lr)
+        generators = [torch.Generator().manual_seed(s) for s in seeds]
+        losses = []
+        for _ in range(steps):
+            batches = [make_batch(config, batch_size, g) for g in generators]
+            ids, previous, _, digit = (torch.stack(b) for b in zip(*batches))
+            loss = loss_of_each(weights, buffers, ids, previous, digit)
+            optimizer.zero_grad()
+            loss.sum().backward()  # each run's gradient reaches only it
+            optimizer.step()
+            losses.append(loss.detach())
+    finally:
+        torch.set_num_threads(threads)
+    for run, model in enumerate(models):
+        model.load_state_dict({k: w[run].detach() for k, w in weights.items()})
+    return untrained, models, torch.stack(losses)
+
+
+@dataclass(frozen=True)
+class HeadsLearn:
+    """What "Watch heads learn" states: the tiny model trained from
+    several seeds, every run scored on the same held-out sequences."""
+
+    seeds: tuple  # one run per seed
+    steps: int  # training steps of each run
+    untrained: list  # the TinyAttentionModel of each run, before training
+    trained: list  # and after
+    held_out: tuple  # (ids, previous, partner, digit), from make_batch
+    accuracy: torch.Tensor  # (runs, 2): each run's accuracy on each job
+    before: torch.Tensor  # (runs, h, 2): job_scores before training
+    after: torch.Tensor  # (runs, h, 2): and after
+    chance: float  # how often the two jobs' targets are the same token
+
+    @property
+    def job(self):
+        """(runs, 2): the head that puts the most weight on each job's
+        target."""
+        return self.after.argmax(dim=1)
+
+    @property
+    def specialist(self):
+        """(runs, 2): that head's mean weight on the job's target."""
+        return self.after.max(dim=1).values
+
+    @property
+    def other(self):
+        """(runs, 2): the other heads' mean weight on the job's target."""
+        h = self.after.shape[1]
+        return (self.after.sum(dim=1) - self.specialist) / max(h - 1, 1)
+
+    @property
+    def split(self):
+        """(runs,) bool: each job has a head of its own that puts more
+        than half its weight on the job's target."""
+        own = self.job[:, 0] != self.job[:, 1]
+        return own & (self.specialist > 0.5).all(dim=-1)
+
+    @property
+    def worst(self):
+        """The index of the run with the lowest matching accuracy."""
+        return int(self.accuracy[:, 1].argmin())
+
+
+def heads_learn(config, seeds=range(12), steps=400, held_out_size=1024):
+    """Train the tiny model from each seed (`train_runs`) and score every
+    run on `held_out_size` held-out sequences (generator seed 1)."""
+    untrained, trained, _ = train_runs(config, list(seeds), steps)
+    held_out = make_batch(
+        config, held_out_size, torch.Generator().manual_seed(1)
+    )
+    ids, _, partner, _ = held_out
+    with torch.no_grad():
+        accuracy = [loss_and_accuracy(m, held_out)[1] for m in trained]
+        before = [job_scores(m(ids)[2], partner) for m in untrained]
+        after = [job_scores(m(ids)[2], partner) for m in trained]
+    i = torch.arange(1, config.num_tokens)
+    return HeadsLearn(
+        seeds=tuple(seeds),
+        steps=steps,
+        untrained=untrained,
+        trained=trained,
+        held_out=held_out,
+        accuracy=torch.tensor(accuracy),
+        before=torch.stack(before),
+        after=torch.stack(after),
+        chance=(partner[:, i] == i - 1).float().mean().item(),
+    )

@@ -9,13 +9,14 @@ import math
 import torch
 from torch import nn
 
+from mhabook.checks import check_attention_mask
+
 
 def scaled_dot_product_attention(query, key, value, mask=None):
     """Return (output, weights) of softmax(Q K^T / sqrt(d_k)) V.
 
-    mask: bool, broadcastable to (..., T_q, T_k), True where a query may
-    attend. A query row that may attend to nothing gets all-zero weights and
-    a zero output (not NaN).
+    mask: bool, True where a query may attend. A query that may attend to
+    nothing gets all-zero weights and a zero output (not NaN).
     """
     dim_k = query.size(-1)
     # (..., T_q, d_k) @ (..., d_k, T_k) -> (..., T_q, T_k)
@@ -23,31 +24,8 @@ def scaled_dot_product_attention(query, key, value, mask=None):
     if mask is not None:
         check_attention_mask(mask, scores)  # bool, and fits the scores
         scores = scores.masked_fill(~mask, float("-inf"))
-    weights = torch.softmax(scores, dim=-1)
-    if mask is not None:
-        weights = weights.masked_fill(~mask.any(-1, keepdim=True), 0.0)
+    weights = torch.softmax(scores, dim=-1).nan_to_num()  # no key: 0
     return weights @ value, weights
-
-
-def check_attention_mask(mask, scores):
-    """Refuse a mask that is not bool, or that does not fit the scores
-    (..., T_q, T_k) it masks, with a ValueError that names the fix."""
-    if not torch.is_tensor(mask) or mask.dtype != torch.bool:
-        kind = mask.dtype if torch.is_tensor(mask) else type(mask).__name__
-        raise ValueError(
-            f"mask is {kind}; pass a bool tensor, True where a query may "
-            f"attend (mask.bool() turns a 0/1 mask into one)"
-        )
-    try:
-        fits = torch.broadcast_shapes(mask.shape, scores.shape) == scores.shape
-    except RuntimeError:  # the shapes do not broadcast
-        fits = False
-    if not fits:
-        raise ValueError(
-            f"mask has shape {tuple(mask.shape)}, which does not fit the "
-            f"scores {tuple(scores.shape)}: pass a (T_q, T_k) = "
-            f"{tuple(scores.shape[-2:])} mask, or one with their leading axes"
-        )
 
 
 class AttentionHead(nn.Module):

@@ -1,0 +1,198 @@
+"""The checks the taught layers call: not part of the lesson.
+
+The layers in `mhabook/layers/` are generated from the pages and read like
+the lesson. A reader who edits a page still gets a working layer or an
+error that names the fix, because the layers call these checks:
+
+- `takes_config`, a class decorator: the layer takes one config whose
+  `hidden_size` splits into `num_attention_heads` whole heads, and refuses
+  an input that is not (B, T, d);
+- `check_split`, the rule d_k = d / h, with the head counts that fit;
+- `check_attention_mask` and `check_bool_mask`, masks that are bool and fit;
+- `check_targets`, the targets of a hand-built pointer head;
+- `check_weights`, the keys and shapes of weights copied into a layer.
+"""
+
+import functools
+
+import torch
+
+
+def _whole(n):
+    return type(n) is not bool and hasattr(n, "__index__")
+
+
+def check_split(embed_dim, num_heads):
+    """Refuse sizes that are not whole numbers (TypeError) or a width that
+    does not split into `num_heads` heads (ValueError naming the nearest
+    head counts that do)."""
+    if not (_whole(embed_dim) and _whole(num_heads)):
+        raise TypeError(
+            f"sizes are whole numbers: got {embed_dim!r} and {num_heads!r}; "
+            f"use int(...)"
+        )
+    if num_heads < 1 or embed_dim % num_heads:
+        fits = [h for h in range(1, embed_dim + 1) if embed_dim % h == 0]
+        below = [h for h in fits if h < num_heads][-1:]
+        above = [h for h in fits if h > num_heads][:1]
+        raise ValueError(
+            f"hidden size {embed_dim} does not split into {num_heads} "
+            f"heads: {embed_dim} / {num_heads} is not a whole number. "
+            f"Use a head count that divides {embed_dim}, such as "
+            f"{' or '.join(map(str, below + above))}."
+        )
+
+
+def config_sizes(name, args, kwargs):
+    """(hidden_size, num_attention_heads) of the one config in `args` or
+    `kwargs`, or a TypeError that names the config the layer `name`
+    takes; a ValueError where the width does not split into the heads."""
+    given = [*args, *kwargs.values()]
+    config = given[0] if len(given) == 1 else None
+    names = ("hidden_size", "num_attention_heads")
+    sizes = [getattr(config, n, None) for n in names]
+    if config is not None and all(_whole(n) for n in sizes):
+        check_split(*sizes)
+        return tuple(int(n) for n in sizes)
+    if isinstance(config, dict):
+        fix = f"{name}(BertConfig(**config))"
+    elif len(args) == 2 and all(_whole(n) for n in args):
+        fix = (
+            f"{name}(BertConfig(hidden_size={args[0]}, "
+            f"num_attention_heads={args[1]}))"
+        )
+    else:
+        fix = f"{name}(BertConfig(hidden_size=768, num_attention_heads=12))"
+    raise TypeError(
+        f"{name} takes one config with whole-number hidden_size and "
+        f"num_attention_heads (a BertConfig, say), not "
+        f"{', '.join(map(repr, given))}: use {fix}"
+    )
+
+
+def check_input(hidden_state, embed_dim):
+    """Refuse an input that is not (B, T, d), with the fix in the error."""
+    shape = tuple(getattr(hidden_state, "shape", ()))
+    tensor = torch.is_tensor(hidden_state)
+    if tensor and len(shape) == 3 and shape[-1] == embed_dim:
+        return
+    raise ValueError(
+        f"hidden_state is {shape if tensor else type(hidden_state).__name__}"
+        f"; the layer takes (B, T, d) with d = {embed_dim}: "
+        + (
+            "pass a tensor, such as torch.randn(1, 5, d)"
+            if not tensor
+            else f"give it {embed_dim} features, or build the layer that wide"
+            if len(shape) == 3
+            else "add the batch axis, hidden_state[None] for a batch of one"
+            if shape[-1:] == (embed_dim,) and len(shape) == 2
+            else f"reshape it to (batch, tokens, {embed_dim})"
+        )
+    )
+
+
+class _InputCheck:
+    """A forward pre-hook: the first input must be (B, T, embed_dim)."""
+
+    def __init__(self, embed_dim):
+        self.embed_dim = embed_dim
+
+    def __call__(self, module, args, kwargs):
+        hidden_state = args[0] if args else kwargs.get("hidden_state")
+        check_input(hidden_state, self.embed_dim)
+
+
+def takes_config(layer_class):
+    """Class decorator for a layer whose `__init__(self, config)` reads
+    `config.hidden_size` and `config.num_attention_heads`.
+
+    Before `__init__` runs, anything but one such config (two sizes, a
+    dict, sizes that are not whole numbers) is a TypeError that shows the
+    call to make, and a width that does not split into the heads is a
+    ValueError that names head counts that fit. Each layer built then
+    refuses an input that is not (B, T, d) (a forward pre-hook).
+    """
+    init = layer_class.__init__
+
+    @functools.wraps(init)
+    def __init__(self, *args, **kwargs):
+        embed_dim, _ = config_sizes(layer_class.__name__, args, kwargs)
+        init(self, *args, **kwargs)
+        self.register_forward_pre_hook(
+            _InputCheck(embed_dim), with_kwargs=True
+        )
+
+    layer_class.__init__ = __init__
+    return layer_class
+
+
+def _mask_kind(mask):
+    """None for a bool tensor, else a ValueError naming `mask.bool()`."""
+    if not torch.is_tensor(mask) or mask.dtype != torch.bool:
+        kind = mask.dtype if torch.is_tensor(mask) else type(mask).__name__
+        raise ValueError(
+            f"mask is {kind}; pass a bool tensor, True where a query may "
+            f"attend (mask.bool() turns a 0/1 mask into one)"
+        )
+
+
+def check_attention_mask(mask, scores):
+    """Refuse a mask that is not bool, or that does not broadcast to the
+    scores (..., T_q, T_k) it masks, with a ValueError that names the fix."""
+    _mask_kind(mask)
+    try:
+        fits = torch.broadcast_shapes(mask.shape, scores.shape) == scores.shape
+    except RuntimeError:  # the shapes do not broadcast
+        fits = False
+    if not fits:
+        raise ValueError(
+            f"mask has shape {tuple(mask.shape)}, which does not fit the "
+            f"scores {tuple(scores.shape)}: pass a (T_q, T_k) = "
+            f"{tuple(scores.shape[-2:])} mask, or one with their leading axes"
+        )
+
+
+def check_bool_mask(mask, batch, num_tokens):
+    """Refuse a mask that is not (T, T) or (B, T, T), or not bool."""
+    shapes = [(num_tokens, num_tokens), (batch, num_tokens, num_tokens)]
+    if tuple(getattr(mask, "shape", ())) not in shapes:
+        raise ValueError(
+            f"mask has shape {tuple(getattr(mask, 'shape', ()))}; expected "
+            f"(T, T) = {shapes[0]} or (B, T, T) = {shapes[1]} for an input "
+            f"with B = {batch} and T = {num_tokens}"
+        )
+    _mask_kind(mask)
+
+
+def check_targets(targets, strength):
+    """Refuse a pointer target that is not a token position (a whole
+    number from 0 to T - 1, or None), or a strength that points nowhere."""
+    num_tokens = len(targets)
+    for target in targets:
+        whole = isinstance(target, int) or getattr(target, "ndim", 1) == 0
+        if target is not None and not (whole and 0 <= target < num_tokens):
+            raise ValueError(
+                f"target {target!r} is not a token position; use 0 to "
+                f"{num_tokens - 1} (whole numbers) or None"
+            )
+    if not strength > 0:
+        raise ValueError(
+            f"strength is {strength}; keep strength > 0, so that a query "
+            f"scores its target above the other keys"
+        )
+
+
+def check_weights(target, weights):
+    """Refuse weights whose keys or shapes differ from the state dict
+    `target` they are to be copied into; nothing is copied here."""
+    if weights.keys() != target.keys():
+        raise ValueError(
+            f"keys differ: missing {sorted(target.keys() - weights.keys())}, "
+            f"unexpected {sorted(weights.keys() - target.keys())}"
+        )
+    for key, value in weights.items():
+        if value.shape != target[key].shape:
+            raise ValueError(
+                f"{key}: shape {tuple(value.shape)} does not fit "
+                f"{tuple(target[key].shape)}"
+            )

@@ -1,0 +1,134 @@
+"""The checks the taught layers call (book/mhabook/checks.py): each
+refusal names the fix, and what is fine passes untouched."""
+
+import copy
+import inspect
+from types import SimpleNamespace
+
+import pytest
+import torch
+from torch import nn
+
+from mhabook.checks import (
+    check_attention_mask,
+    check_bool_mask,
+    check_input,
+    check_split,
+    check_targets,
+    check_weights,
+    takes_config,
+)
+
+
+@takes_config
+class Layer(nn.Module):
+    """A layer of the taught kind: one config, an (B, T, d) input."""
+
+    def __init__(self, config):
+        super().__init__()
+        self.linear = nn.Linear(config.hidden_size, config.hidden_size)
+
+    def forward(self, hidden_state, mask=None):
+        return self.linear(hidden_state)
+
+
+def config(hidden_size=8, num_attention_heads=2):
+    return SimpleNamespace(
+        hidden_size=hidden_size, num_attention_heads=num_attention_heads
+    )
+
+
+def test_a_config_layer_keeps_its_signature_and_works():
+    assert list(inspect.signature(Layer.__init__).parameters) == [
+        "self",
+        "config",
+    ]
+    for layer in (Layer(config()), Layer(config=config())):
+        assert layer(torch.randn(2, 3, 8)).shape == (2, 3, 8)
+        assert layer(hidden_state=torch.randn(1, 3, 8)).shape == (1, 3, 8)
+    twin = copy.deepcopy(Layer(config()))
+    with pytest.raises(ValueError, match="hidden_state"):
+        twin(torch.randn(3, 8))  # the copy checks its input too
+
+
+@pytest.mark.parametrize(
+    "args, error, fix",
+    [
+        ((8, 2), TypeError, r"use Layer\(BertConfig\(hidden_size=8, num"),
+        (({"hidden_size": 8},), TypeError, r"use Layer\(BertConfig\(\*\*"),
+        ((config(8.0, 2),), TypeError, "whole-number hidden_size"),
+        ((config(True, 2),), TypeError, "whole-number hidden_size"),
+        ((config(), config()), TypeError, "takes one config"),
+        ((config(10, 4),), ValueError, "such as 2 or 5"),
+        ((config(8, 0),), ValueError, r"such as 1\."),
+    ],
+)
+def test_a_config_the_layer_cannot_use_is_refused_before_init(
+    args, error, fix
+):
+    with pytest.raises(error, match=fix):
+        Layer(*args)
+
+
+@pytest.mark.parametrize(
+    "x, fix",
+    [
+        (torch.randn(5, 8), r"hidden_state\[None\] for a batch of one"),
+        (torch.randn(1, 5, 6), "give it 8 features"),
+        (torch.randn(1, 1, 5, 8), r"reshape it to \(batch, tokens, 8\)"),
+        ([[0.0] * 8], "pass a tensor"),
+    ],
+)
+def test_an_input_that_is_not_batch_tokens_width_is_refused(x, fix):
+    with pytest.raises(ValueError, match=rf"\(B, T, d\) with d = 8: .*{fix}"):
+        Layer(config())(x)
+    with pytest.raises(ValueError, match=fix):
+        check_input(x, 8)
+
+
+def test_split_names_the_nearest_head_counts():
+    assert check_split(768, 12) is None
+    with pytest.raises(ValueError, match="such as 4 or 6"):
+        check_split(768, 5)
+    with pytest.raises(TypeError, match="whole numbers"):
+        check_split(768.0, 12)
+
+
+def test_masks_that_are_not_bool_or_do_not_fit_are_refused():
+    scores = torch.zeros(2, 3, 4)
+    assert (
+        check_attention_mask(torch.ones(3, 4, dtype=torch.bool), scores)
+        is None
+    )
+    with pytest.raises(ValueError, match=r"mask.bool\(\)"):
+        check_attention_mask(torch.ones(3, 4), scores)
+    with pytest.raises(ValueError, match=r"\(T_q, T_k\) = \(3, 4\)"):
+        check_attention_mask(torch.ones(4, 3, dtype=torch.bool), scores)
+    assert check_bool_mask(torch.ones(2, 3, 3, dtype=torch.bool), 2, 3) is None
+    with pytest.raises(ValueError, match=r"\(B, T, T\) = \(2, 3, 3\)"):
+        check_bool_mask(torch.ones(3, 3, 3, dtype=torch.bool), 2, 3)
+    with pytest.raises(ValueError, match=r"mask.bool\(\)"):
+        check_bool_mask(torch.ones(3, 3, dtype=torch.int64), 2, 3)
+
+
+def test_pointer_targets_are_positions_and_strength_is_positive():
+    assert check_targets([1, None, torch.tensor(0)], 4.0) is None
+    for wrong in ([1.5, 0], [0, 2], [-1, 0]):
+        with pytest.raises(ValueError, match="use 0 to 1"):
+            check_targets(wrong, 4.0)
+    with pytest.raises(ValueError, match="keep strength > 0"):
+        check_targets([1, 0], 0.0)
+
+
+def test_weights_to_copy_must_have_the_keys_and_shapes():
+    target = {"a": torch.zeros(2, 3), "b": torch.zeros(3)}
+    assert (
+        check_weights(target, {"a": torch.ones(2, 3), "b": torch.ones(3)})
+        is None
+    )
+    with pytest.raises(
+        ValueError, match=r"missing \['b'\], unexpected \['c'\]"
+    ):
+        check_weights(target, {"a": torch.ones(2, 3), "c": torch.ones(3)})
+    with pytest.raises(ValueError, match=r"a: shape \(3, 2\) does not fit"):
+        check_weights(target, {"a": torch.ones(3, 2), "b": torch.ones(3)})

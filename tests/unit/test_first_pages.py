@@ -1,0 +1,95 @@
+"""The figures of "Many heads, one layer" (book/mhabook/views/first_pages.py),
+drawn from a small record, and the encoder-block figure of that page
+checked against Hugging Face's BERT."""
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import pytest  # noqa: E402
+import torch  # noqa: E402
+from transformers import BertConfig, BertLayer, BertModel  # noqa: E402
+
+from mhabook.experiments.training import TinyConfig, heads_learn  # noqa: E402
+from mhabook.views import first_pages  # noqa: E402
+from mhabook.views.plotting import BLOCK_PARTS  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def close_figures():
+    yield
+    plt.close("all")
+
+
+@pytest.fixture(scope="module")
+def runs():
+    return heads_learn(TinyConfig(), seeds=[0, 1, 2], steps=2, held_out_size=8)
+
+
+def test_one_run_is_drawn_before_and_after_per_head(runs):
+    fig = first_pages.heads_learned(runs, TinyConfig(), run=1)
+    maps = [ax for ax in fig.axes if ax.get_images()]
+    assert [ax.get_title() for ax in maps] == [
+        "head 0, before",
+        "head 1, before",
+        "head 0, after",
+        "head 1, after",
+    ]
+    ids = runs.held_out[0][0]
+    with torch.no_grad():
+        expected = runs.trained[1](ids[None])[2][0, 1].numpy()
+    assert (maps[3].get_images()[0].get_array() == expected).all()
+
+
+def test_every_run_is_a_column_and_the_worst_run_is_drawn():
+    runs = heads_learn(TinyConfig(), seeds=[0, 1, 2], steps=2, held_out_size=8)
+    runs.accuracy[:] = torch.tensor([[1.0, 1.0], [1.0, 0.38], [1.0, 0.9]])
+    fig = first_pages.seed_runs(runs, TinyConfig())
+    grid = fig.axes[0]
+    values = grid.get_images()[0].get_array()
+    assert values.shape == (3, 3)  # 2 jobs and the accuracy, by 3 runs
+    texts = [t.get_text() for t in grid.texts]
+    jobs = [str(int(i)) for row in runs.job.T for i in row]
+    assert texts == jobs + ["100", "38", "90"]
+    assert [t.get_text() for t in grid.get_xticklabels()] == ["0", "1", "2"]
+    titles = [ax.get_title() for ax in fig.axes[1:] if ax.get_title()]
+    assert titles == ["head 0, seed 1", "head 1, seed 1"]
+
+
+def test_the_encoder_block_figure_matches_bert():
+    """Its parts exist under these names in Hugging Face's BERT, and the
+    residual is added before the LayerNorm."""
+    tiny = BertConfig(
+        hidden_size=8,
+        num_attention_heads=2,
+        intermediate_size=16,
+        vocab_size=10,
+        max_position_embeddings=4,
+    )
+    block = BertLayer(tiny).eval()
+    parts = dict(block.named_modules())
+    for name in (
+        "attention.self",
+        "attention.output.LayerNorm",
+        "intermediate.dense",
+        "output.dense",
+        "output.LayerNorm",
+    ):
+        assert name in parts, name
+    embeddings = BertModel(tiny).embeddings
+    for name in ("position_embeddings", "token_type_embeddings", "LayerNorm"):
+        assert hasattr(embeddings, name), name
+    x, context = torch.randn(2, 1, 3, 8).unbind(0)
+    after = block.attention.output  # dense, then LayerNorm(dense + residual)
+    expected = after.LayerNorm(after.dense(context) + x)
+    torch.testing.assert_close(after(context, x), expected)
+    labels = " ".join(label for label, _ in BLOCK_PARTS)
+    for said in (
+        "position",
+        "segment",
+        "residual",
+        "LayerNorm",
+        "feed-forward",
+    ):
+        assert said in labels
