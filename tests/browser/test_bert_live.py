@@ -86,7 +86,12 @@ def shown_after(page, a, b, expected_tokens):
         arg=expected_tokens,
         timeout=20_000,
     )
-    return page.evaluate("() => window.mhaLive.shown")
+    # the weights are read through getters: a result handed back whole
+    # carries its small fields alone
+    return page.evaluate(
+        "() => { const s = window.mhaLive.shown;"
+        " return {tokens: s.tokens, attention: s.attention}; }"
+    )
 
 
 @pytest.mark.parametrize(
@@ -357,7 +362,9 @@ LONG_TASKS = """() => { window.mhaLong = [];
   new PerformanceObserver((list) => {
     for (const e of list.getEntries()) window.mhaLong.push(e.duration);
   }).observe({type: 'longtask'}); }"""
-BERTVIZ_LINES = 2500  # live.js
+BERTVIZ_LINES = 2500  # live-bertviz.js
+DESKTOP = {"width": 1280, "height": 900}
+TALL = {"width": 1280, "height": 3000}  # the whole lab at once
 
 
 def test_long_input_never_freezes_the_page(lab):
@@ -367,7 +374,8 @@ def test_long_input_never_freezes_the_page(lab):
     and 512 tokens, a note instead). The 200 ms target for any one task
     is `make bench-live`'s; here no task may freeze the page for 1 s."""
     page, problems = lab
-    page.locator(".mha-live-bertviz").scroll_into_view_if_needed()
+    page.set_viewport_size(TALL)  # every view on screen
+    page.locator(".mha-live").scroll_into_view_if_needed()
     page.evaluate(LONG_TASKS)
     for n in (32, 128, 512):
         page.evaluate("() => { window.mhaLong = []; }")
@@ -390,6 +398,7 @@ def test_long_input_never_freezes_the_page(lab):
             assert lines > 0
         assert max(page.evaluate("() => window.mhaLong"), default=0) < 1000
         assert "from your last edit to the last view drawn" in status(page)
+    page.set_viewport_size(DESKTOP)
     assert problems["errors"] == []
 
 
@@ -455,7 +464,7 @@ def test_the_table_caption_stays_in_view_on_a_phone(lab):
             assert inner["x"] >= box["x"] - 1, part
             assert inner["x"] + inner["width"] <= box["x"] + box["width"] + 1
     finally:
-        page.set_viewport_size({"width": 1280, "height": 900})
+        page.set_viewport_size(DESKTOP)
     assert problems["errors"] == []
 
 
@@ -477,15 +486,17 @@ def lab_on_a_word(site):
         text_b="",
         query="it",
     )
+    found = re.findall(r"<template .*?</template>", built, re.DOTALL)
+    templates = "".join(found)
     scripts = "".join(
         f'<script src="../_static/live/{name}"></script>'
-        for name in ("wordpiece.js", "live.js")
+        for name in live.PAGE_JS
     )
     return harness_page(
         html_dir,
         "live-query",
         f'<div class="mha-live" data-params="'
-        f'{html.escape(json.dumps(params))}"></div>{scripts}',
+        f'{html.escape(json.dumps(params))}">{templates}</div>{scripts}',
     )
 
 
@@ -615,4 +626,194 @@ def test_the_head_grid_works_from_the_keyboard(lab):
         timeout=20_000,
     )
     assert button.get_attribute("aria-pressed") == "true"
+    assert problems["errors"] == []
+
+
+# Lab 3's three readings of the weights and its presets.
+READINGS = """([a, b, mask]) => mhaLive.run(a, b, {headMask: mask})
+  .then((r) => ({weighted: r.valueWeighted(), rollout: r.rollout()}))"""
+
+
+@pytest.mark.parametrize("name", ["none", "one layer", "random half"])
+def test_the_three_readings_match_pytorch(lab, bert, name):
+    """The page's value-weighted weights and rollout against
+    mhabook.experiments.ablation's, under a head mask."""
+    from mhabook.experiments import ablation
+
+    page, problems = lab
+    tokenizer, model = bert
+    config = model.config
+    mask = head_mask(
+        name, config.num_hidden_layers, config.num_attention_heads
+    )
+    got = page.evaluate(READINGS, [*PAIR, mask.int().tolist()])
+    inputs = tokenizer(*PAIR, return_tensors="pt")
+    attention, norms, _ = ablation.masked_run(model, inputs, mask)
+    weighted = ablation.value_weighted(attention[0], norms[0])
+    rolled = ablation.rollout(attention[0], mask)
+    # each weight within the attention's tolerance, times its key's norm,
+    # plus the norm's own share
+    room = live.TOLERANCE * norms[0][..., None, :] + (
+        live.NORM_TOLERANCE * weighted
+    )
+    weighted_gap = (torch.tensor(got["weighted"]) - weighted).abs()
+    rollout_gap = (torch.tensor(got["rollout"]) - rolled).abs().max()
+    print(
+        f"{name}: value-weighted {(weighted_gap / room).max():.2f} of its "
+        f"room, rollout {rollout_gap:.1e}"
+    )
+    assert (weighted_gap <= room).all()
+    assert rollout_gap < live.TOLERANCE
+    assert problems["errors"] == []
+
+
+def arcs_of(page, head=None):
+    """{key: weight} of the explorer's arcs from the query (of one head)."""
+    selector = ".mha-live-explorer path.mha-arc"
+    if head is not None:
+        selector += f"[data-head='{head}']"
+    return {
+        int(arc.get_attribute("data-key")): float(
+            arc.get_attribute("data-weight")
+        )
+        for arc in page.locator(selector).all()
+    }
+
+
+def test_the_explorer_draws_each_reading(lab, bert):
+    """The reading switch redraws the explorer: its arcs carry the
+    reference's weights, the caption says what the reading assumes."""
+    from mhabook.experiments import ablation
+
+    page, problems = lab
+    tokenizer, model = bert
+    page.evaluate("([a, b]) => mhaLive.run(a, b)", list(PAIR))
+    page.get_by_label("Head explorer of layer").select_option("2")
+    inputs = tokenizer(*PAIR, return_tensors="pt")
+    attention, norms, _ = ablation.masked_run(model, inputs)
+    query = int(
+        page.locator(
+            ".mha-live-explorer .mha-token[aria-pressed=true]"
+        ).get_attribute("data-index")
+    )
+    caption = page.locator(".mha-live-reading-caption")
+    # 1. raw weights (rounded to 3 decimals on the arcs)
+    raw = arcs_of(page, head=4)
+    for key, weight in raw.items():
+        assert abs(weight - attention[0, 2, 4, query, key]) < 3e-3
+    assert "softmax weights" in caption.text_content()
+    # 2. weighted by value norms, each row scaled to sum to 1
+    page.get_by_role("radio", name="weighted by value norms").check()
+    page.wait_for_function(
+        "() => document.querySelector('.mha-live-explorer .mha-explorer')"
+        ".getAttribute('aria-label').includes('value norms')"
+    )
+    weighted = ablation.value_weighted(attention[0], norms[0])[2, 4, query]
+    shares = weighted / weighted.sum()
+    drawn = arcs_of(page, head=4)
+    assert drawn.keys() == raw.keys()
+    for key, weight in drawn.items():
+        assert abs(weight - shares[key]) < 5e-3
+    assert "Kobayashi" in caption.text_content()
+    # 3. rolled out: one map, layers 0 to 2
+    page.get_by_role("radio", name="rolled out across layers").check()
+    page.wait_for_function(
+        "() => document.querySelectorAll('.mha-live-explorer .mha-toggle')"
+        ".length === 1"
+    )
+    rolled = ablation.rollout(attention[0])[2, query]
+    for key, weight in arcs_of(page).items():
+        assert abs(weight - rolled[key]) < 3e-3
+    toggle = page.locator(".mha-live-explorer .mha-toggle")
+    assert "layers 0\u20132 rolled out" in toggle.text_content()
+    assert "Abnar" in caption.text_content()
+    page.get_by_role("radio", name="attention weights").check()
+    page.wait_for_function(
+        "() => document.querySelectorAll('.mha-live-explorer .mha-toggle')"
+        ".length > 1"
+    )
+    assert problems["errors"] == []
+
+
+def lab_params(page):
+    return page.evaluate(
+        "() => JSON.parse(document.querySelector('.mha-live').dataset.params)"
+    )
+
+
+def mask_after(page, press):
+    """Press a preset; the head mask of the run it shows."""
+    runs = page.evaluate("() => mhaLive.runs")
+    press()
+    page.wait_for_function("(n) => mhaLive.runs > n", arg=runs, timeout=20_000)
+    return torch.tensor(page.evaluate("() => mhaLive.shown.headMask"))
+
+
+def test_the_presets_switch_off_what_they_say(lab, bert):
+    page, problems = lab
+    tokenizer, model = bert
+    L, h = model.config.num_hidden_layers, model.config.num_attention_heads
+    params = lab_params(page)
+    # the ranking "Are all heads needed?" gives, as the build cached it
+    ranking = live.ranking(model, tokenizer)
+    assert [tuple(p) for p in params["ranking"]] == ranking
+    page.evaluate("([a, b]) => mhaLive.run(a, b)", list(PAIR))
+
+    def press(name):
+        button = page.get_by_role("button", name=name, exact=True)
+        return lambda: button.click()
+
+    for name, off in (
+        (f"The {h} least important off", ranking[:h]),
+        (f"The {h} most important off", ranking[-h:]),
+    ):
+        mask = mask_after(page, press(name))
+        expected = torch.ones(L, h)
+        for layer, head in off:
+            expected[layer, head] = 0
+        assert torch.equal(mask, expected), name
+        button = page.get_by_role("button", name=name, exact=True)
+        assert button.get_attribute("aria-pressed") == "true"
+    menu = page.get_by_label("One layer off (the others on)")
+    mask = mask_after(page, lambda: menu.select_option("3"))
+    assert mask[3].sum() == 0 and mask.sum() == (L - 1) * h
+    mask = mask_after(page, press("All heads off"))
+    assert mask.sum() == 0
+    line = page.locator(".mha-live-similarity").text_content()
+    assert "Every head is off" in line and "still defined" in line
+    mask = mask_after(page, press("All heads on"))
+    assert mask.sum() == L * h
+    assert menu.input_value() == ""  # the layer preset no longer holds
+    assert problems["errors"] == []
+
+
+def test_a_head_switched_off_is_drawn_apart_from_the_palettes_grey(lab):
+    """Head 5's colour is the palette's grey: switched off, its arcs are
+    dotted and of another tone, its swatch hatched."""
+    page, problems = lab
+    mask = head_mask("none").int()
+    mask[2, 4] = 0
+    page.evaluate(
+        "([a, b, m]) => mhaLive.run(a, b, {headMask: m})",
+        [*PAIR, mask.tolist()],
+    )
+    page.get_by_role("radio", name="attention weights").check()
+    page.get_by_label("Head explorer of layer").select_option("2")
+    page.wait_for_function(
+        "() => document.querySelector('.mha-live-explorer .mha-explorer')"
+        ".getAttribute('aria-label').startsWith('Layer 2 ')"
+    )
+    style = """(arc) => { const s = getComputedStyle(arc);
+      return [s.stroke, s.strokeDasharray]; }"""
+    grey = page.locator(
+        ".mha-live-explorer path.mha-arc[data-head='5']"
+    ).first.evaluate(style)
+    off = page.locator(
+        ".mha-live-explorer path.mha-arc[data-head='4']"
+    ).first.evaluate(style)
+    assert grey == ["rgb(128, 128, 128)", "none"]
+    assert off[0] != grey[0] and off[1] != "none"
+    toggle = page.locator(".mha-live-explorer .mha-toggle[data-head='4']")
+    assert "(off)" in toggle.text_content()
+    assert "mha-live-off" in toggle.get_attribute("class")
     assert problems["errors"] == []

@@ -123,3 +123,52 @@ def test_rollout_mixes_the_identity_and_multiplies_from_layer_0_up():
     assert torch.allclose(rolled[1], a1 @ a0)  # not a0 @ a1
     assert not torch.allclose(a1 @ a0, a0 @ a1)
     assert torch.allclose(rolled.sum(-1), torch.ones(2, T))
+
+
+def test_rollout_averages_only_the_heads_that_are_on():
+    T = 3
+    to_first = torch.zeros(T, T)
+    to_first[:, 0] = 1  # head 0: every token reads token 0
+    to_last = torch.zeros(T, T)
+    to_last[:, 2] = 1  # head 1: every token reads token 2
+    attention = torch.stack([to_first, to_last])[None]  # (L=1, h=2, T, T)
+    eye = torch.eye(T)
+    both = ablation.rollout(attention)[0]
+    expected = 0.5 * (to_first + to_last) / 2 + 0.5 * eye
+    assert torch.allclose(both, expected)
+    first_only = ablation.rollout(attention, torch.tensor([[1.0, 0.0]]))[0]
+    assert torch.allclose(first_only, 0.5 * to_first + 0.5 * eye)
+    # every head off: the layer passes its tokens through
+    none = ablation.rollout(attention, torch.zeros(1, 2))
+    assert torch.allclose(none[0], eye)
+    with pytest.raises(ValueError, match=r"shape \(1, 2\)"):
+        ablation.rollout(attention, torch.ones(2, 2))
+
+
+def planted_bert():
+    """A tiny BERT whose heads matter, with head (1, 0) silent (its columns
+    of W^O zero) and head (0, 1) a hundred times louder than the rest, as
+    tests/unit/test_pruning.py plants them."""
+    model = tiny_bert(num_attention_heads=2, hidden_size=8)
+    d_k = 4
+    with torch.no_grad():
+        for layer in model.encoder.layer:
+            layer.attention.self.value.weight *= 10
+            layer.attention.output.dense.weight *= 10
+        silent = model.encoder.layer[1].attention.output.dense
+        silent.weight[:, 0:d_k] = 0.0
+        loud = model.encoder.layer[0].attention
+        loud.self.value.weight[d_k:] *= 10
+        loud.output.dense.weight[:, d_k:] *= 10
+    return model
+
+
+def test_the_ranking_puts_a_silent_head_first_and_a_loud_one_last():
+    sentences = ["time flies", "fruit flies", "arrow time", "flies arrow"]
+    order = ablation.head_ranking(
+        planted_bert(), tiny_tokenizer(), sentences, every=1
+    )
+    assert sorted(order) == [(0, 0), (0, 1), (1, 0), (1, 1)]
+    assert order[0] == (1, 0) and order[-1] == (0, 1)
+    with pytest.raises(ValueError, match="more sentences"):
+        ablation.head_ranking(planted_bert(), tiny_tokenizer(), [], every=8)

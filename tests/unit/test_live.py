@@ -155,8 +155,9 @@ EVIL = "</script><img src=x onerror=alert(1)>\"'&"
 def test_the_lab_page_carries_no_model_and_cannot_be_broken(exported):
     from html.parser import HTMLParser
 
-    html = live.live_lab(exported, EVIL, "fruit").data
-    found = {}
+    ranking = [(1, 0), (0, 1), (1, 1), (0, 0)]
+    html = live.live_lab(exported, EVIL, "fruit", ranking=ranking).data
+    found = {"templates": []}
 
     class Lab(HTMLParser):
         def handle_starttag(self, tag, attrs):
@@ -165,16 +166,67 @@ def test_the_lab_page_carries_no_model_and_cannot_be_broken(exported):
                 found["params"] = json.loads(attrs["data-params"])
             if tag in ("img", "script"):
                 found.setdefault(tag, []).append(attrs.get("src"))
+            if tag == "template":
+                found["templates"].append(attrs["data-filters"])
 
     Lab().feed(html)
     assert found["params"]["text_a"] == EVIL
+    assert found["params"]["ranking"] == [list(p) for p in ranking]
     assert "img" not in found
     assert found["script"] == [
-        "../_static/live/wordpiece.js",
-        "../_static/live/live.js",
+        f"../_static/live/{name}" for name in live.PAGE_JS
     ]
+    assert found["script"][-1].endswith("/live.js")
+    assert sorted(found["templates"]) == ["pair", "single"]
     assert found["params"]["download_bytes"] > exported.model.stat().st_size
-    assert len(html.encode()) < 2_000
+    assert len(html.encode()) < 5_000
+
+
+def test_bertviz_markup_is_bertviz_own_with_named_menus():
+    markup = live.headview_markup()
+    assert 'id="bertviz' not in markup["pair"]  # the page sets the id
+    for view in markup.values():
+        assert '<select id="layer" aria-label="Layer">' in view
+        assert "<div id='vis'></div>" in view
+    assert '<select id="filter" aria-label="Attention">' in markup["pair"]
+    assert 'id="filter"' not in markup["single"]
+
+
+@pytest.mark.parametrize(
+    "ranking, words",
+    [
+        ([(0, 0)], "at least 2"),
+        ([(0, 0), (2, 1)], "layers 0..1"),
+        ([(0, 0), (0, 1, 1)], "(layer, head) pairs"),
+    ],
+)
+def test_a_bad_ranking_says_what_is_expected(exported, ranking, words):
+    with pytest.raises(ValueError, match="least important first") as error:
+        live.live_lab(exported, "time", ranking=ranking)
+    assert words in str(error.value)
+
+
+def test_the_ranking_is_cached_per_checkpoint(checkpoint, tmp_path):
+    tokenizer, model = live.load_bert(checkpoint)
+    order = live.ranking(model, tokenizer, checkpoint, tmp_path)
+    assert sorted(order) == [(0, 0), (0, 1), (1, 0), (1, 1)]
+    (cached,) = tmp_path.glob("*/ranking-*.json")
+    assert cached.parent.name == live.checkpoint_key(checkpoint)
+    cached.write_text("[[1, 1], [1, 0], [0, 1], [0, 0]]")  # a planted order
+    again = live.ranking(model, tokenizer, checkpoint, tmp_path)
+    assert again == [(1, 1), (1, 0), (0, 1), (0, 0)]  # read, not rerun
+
+
+def test_the_export_without_a_head_mask_returns_attention_alone(
+    checkpoint, tmp_path
+):
+    import onnx
+
+    _, model = live.load_bert(checkpoint)
+    live.export_onnx(model, tmp_path / "plain.onnx", head_mask=False)
+    graph = onnx.load(str(tmp_path / "plain.onnx")).graph
+    assert [i.name for i in graph.input] == live.INPUTS[:3]
+    assert [o.name for o in graph.output] == ["attentions"]
 
 
 def test_bertviz_can_carry_every_layer():

@@ -1,6 +1,6 @@
 """Switching heads off and reading attention three ways: the reference
 that Lab 3's live model (mhabook.views.live, run in the browser) is
-checked against.
+checked against, and the ranking of heads its presets switch off.
 
 A head mask xi (L x h: 1 keeps a head, 0 switches it off) zeroes a head's
 slice of the context just before W^O, as Michel et al. (2019) do; the
@@ -9,8 +9,10 @@ forward pre-hooks on each block's W^O (mhabook.layers.heads_needed's
 `zero_heads_hook`, with a mask of any values) and returns what the live
 model returns: the attention weights, each head's value norms
 ||f_h(x_j)|| = ||(x_j W_V + b_V)_h W^O_h|| (Kobayashi et al. 2020) and the
-last hidden states. `sentence_embedding` pools them as sentence-transformers
+last hidden states. `mean_pooled` pools them as sentence-transformers
 does for all-MiniLM-L6-v2: the mean over the tokens, normalised.
+`value_weighted` and `rollout` are the lab's other two readings of the
+weights; `head_ranking` ranks the heads as "Are all heads needed?" does.
 
 Shape letters: B batch, T tokens, C hidden size, h heads, d_k = C // h,
 L layers.
@@ -20,6 +22,8 @@ from contextlib import contextmanager
 
 import torch
 import torch.nn.functional as F
+
+from . import pruning
 
 
 def check_head_mask(mask, num_layers, num_heads):
@@ -147,21 +151,49 @@ def value_weighted(attention, norms):
     return attention * norms[..., None, :]
 
 
-def rollout(attention):
+def rollout(attention, head_mask=None):
     """Attention rolled out across layers (Abnar and Zuidema 2020).
 
-    attention: (L, h, T, T) of one example. Each layer's head-averaged
-    weights are mixed half and half with the identity (the residual
-    stream), rows renormalised, and multiplied from layer 0 up. Returns
-    (L, T, T): row i of [l] is how much each input token reaches token i
-    at the output of layer l."""
-    L, _, T, _ = attention.shape
+    attention: (L, h, T, T) of one example. Each layer's weights, averaged
+    over its heads that `head_mask` (L, h) keeps (all by default), are
+    mixed half and half with the identity (the residual stream), rows
+    renormalised, and multiplied from layer 0 up; a layer with every head
+    off mixes in the identity alone. Returns (L, T, T): row i of [l] is
+    how much each input token reaches token i at the output of layer l."""
+    L, h, T, _ = attention.shape
+    keep = check_head_mask(head_mask, L, h).bool()
     eye = torch.eye(T, dtype=attention.dtype)
     rolled = eye
     out = []
     for i in range(L):
-        mixed = 0.5 * attention[i].mean(0) + 0.5 * eye
+        if keep[i].any():
+            averaged = attention[i][keep[i]].mean(0)  # (T, T)
+        else:
+            averaged = torch.zeros_like(eye)
+        mixed = 0.5 * averaged + 0.5 * eye
         mixed = mixed / mixed.sum(-1, keepdim=True)
         rolled = mixed @ rolled
         out.append(rolled)
     return torch.stack(out)
+
+
+def head_ranking(model, tokenizer, sentences, every=8):
+    """Every (layer, head) pair, least important first, as "Are all heads
+    needed?" ranks them (pruning.heads_needed_results' `order`, the rest
+    of that page's study left out): a head's importance is 1 minus the
+    mean cosine between each sentence's embedding with that head removed
+    and without, on every `every`-th sentence."""
+    L = len(model.base_model.encoder.layer)
+    h = model.config.num_attention_heads
+    chosen = list(sentences)[::every]
+    if not chosen:
+        raise ValueError(
+            f"no sentences to rank the heads on (every {every}th of "
+            f"{len(sentences)}): pass more sentences or a smaller `every`"
+        )
+    probe = pruning.Probe(model, tokenizer, chosen)
+    heads = [(layer, i) for layer in range(L) for i in range(h)]
+    importance = torch.stack(
+        [1 - probe.cosines([head]).mean() for head in heads]
+    )  # (L h,)
+    return [heads[int(k)] for k in importance.argsort()]

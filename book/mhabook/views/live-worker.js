@@ -1,21 +1,27 @@
 /* The live lab's model, off the page's main thread (a module worker).
  *
- * live.js sends {type: "load", runtime, wasm, model} once, then
- * {type: "run", id, input_ids, token_type_ids, special, head_mask} or
- * {type: "embed", id, sentences: [{input_ids, token_type_ids}], head_mask}.
- * head_mask is the (L x h) mask, flat, 1 keeps a head and 0 switches it
- * off. A run answers {id, data, dims, norms, ms, shares}: data is the
- * (1, L, h, T, T) attention as a Float32Array, handed over without a
- * copy; norms the (1, L, h, T) value norms; shares is the (L x h) share
- * of attention on the special tokens, averaged over the queries, which
- * the page's table shows. An embed answers {id, embeddings}: each
- * sentence alone (one padded batch), its last hidden states averaged over
- * its tokens and normalised, as sentence-transformers pools
- * all-MiniLM-L6-v2. Errors answer {id, error}.
+ * live-client.js sends {type: "load", runtime, wasm, model} once, then
+ * {type: "run", id, input_ids, token_type_ids, special, head_mask,
+ * mask_dims, rollout}, {type: "embed", id, sentences: [{input_ids,
+ * token_type_ids}], head_mask, mask_dims} or {type: "rollout", id, data,
+ * dims, head_mask}. head_mask is the (L x h) mask, flat, 1 keeps a head
+ * and 0 switches it off. A run answers {id, data, dims, norms, ms, shares,
+ * rollout}: data is the (1, L, h, T, T) attention as a Float32Array,
+ * handed over without a copy; norms the (1, L, h, T) value norms; shares
+ * is the (L x h) share of attention on the special tokens, averaged over
+ * the queries, which the page's table shows; rollout, when asked for,
+ * the (L, T, T) attention rollout (live-readings.js), else null. An embed
+ * answers {id, embeddings}: each sentence alone (one padded batch), its
+ * last hidden states averaged over its tokens and normalised, as
+ * sentence-transformers pools all-MiniLM-L6-v2. A rollout answers {id,
+ * rollout} for attention the page sends back. Errors answer {id, error}.
  *
- * In the worker, the model's run (most of a second at 512 tokens) and the
- * sums over all L x h x T x T weights never hold up the page.
+ * In the worker, the model's run (most of a second at 512 tokens), the
+ * sums over all L x h x T x T weights and the rollout's L products of
+ * T x T matrices never hold up the page.
  */
+import "./live-readings.js"; // globalThis.MhaLiveReadings
+
 let ort = null;
 let session = null;
 
@@ -76,8 +82,12 @@ async function run(message) {
   const data = float32(outputs.attentions);
   const norms = float32(outputs.value_norms);
   const dims = outputs.attentions.dims; // (1, L, h, T, T)
-  const shares = specialShares(data, dims[1], dims[2], T, message.special);
-  return { data, dims, norms, ms, shares };
+  const [, L, h] = dims;
+  const shares = specialShares(data, L, h, T, message.special);
+  const rollout = message.rollout
+    ? globalThis.MhaLiveReadings.rollout(data, L, h, T, message.head_mask)
+    : null;
+  return { data, dims, norms, ms, shares, rollout };
 }
 
 async function embed(message) {
@@ -131,10 +141,19 @@ self.onmessage = async (event) => {
       const result = await embed(message);
       self.postMessage({ id: message.id, ...result },
         [result.embeddings.buffer]);
+    } else if (message.type === "rollout") {
+      const [, L, h, T] = message.dims;
+      const rollout = globalThis.MhaLiveReadings.rollout(message.data, L, h,
+        T, message.head_mask);
+      self.postMessage({ id: message.id, rollout }, [rollout.buffer]);
     } else {
       const result = await run(message);
-      self.postMessage({ id: message.id, ...result },
-        [result.data.buffer, result.norms.buffer, result.shares.buffer]);
+      const buffers = [result.data.buffer, result.norms.buffer,
+        result.shares.buffer];
+      if (result.rollout) {
+        buffers.push(result.rollout.buffer);
+      }
+      self.postMessage({ id: message.id, ...result }, buffers);
     }
   } catch (error) {
     self.postMessage({ id: message.id, error: String(error.message || error) });

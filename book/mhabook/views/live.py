@@ -6,11 +6,12 @@ head_mask (L, h): 1 keeps a head, 0 zeroes its output before W^O; outputs:
 the attention weights of every layer, (B, L, h, T, T), each head's value
 norms (B, L, h, T) and the last hidden states (B, T, C); see LiveOutputs),
 with its large weights stored in float16 and all arithmetic in float32.
-The export is
-cached under _build/live/, keyed on the checkpoint's files and the
-exporter's versions; book/_ext/live_lab.py copies it, the vocabulary and
-onnxruntime-web's single-threaded WebAssembly build into the built site.
-live.js runs it there; wordpiece.js tokenizes as the Python tokenizer does.
+The export is cached under _build/live/, keyed on the checkpoint's files
+and the exporter's versions, as is the ranking of the heads that Lab 3's
+presets switch off; book/_ext/live_lab.py copies the export, the
+vocabulary and onnxruntime-web's single-threaded WebAssembly build into
+the built site. live.js and the scripts it names (PAGE_JS) run it there;
+wordpiece.js tokenizes as the Python tokenizer does.
 
 The live model is always the bundled BERT, whatever checkpoint section 4
 uses: it is small enough to download (about 45 MB) and needs no network
@@ -35,6 +36,7 @@ from torch import nn
 
 from ..experiments import ablation
 from ..experiments.checkpoint import BUNDLED, bundled_path, quiet_hub
+from ..experiments.embedding import load_lines
 from .explorer import HEAD_COLOURS
 
 HERE = Path(__file__).resolve().parent
@@ -61,9 +63,23 @@ NORM_TOLERANCE = 0.01
 SIMILARITY_TOLERANCE = 3e-3
 HALF_MIN_ELEMENTS = 1024  # smaller weights (biases, norms) stay float32
 # The lab's own styles and scripts, served from SITE_FOLDER, which the
-# page loads (the explorer's template is fetched with the model).
+# page loads in this order (the explorer's template is fetched with the
+# model, and the worker with it).
 PAGE_CSS = ["explorer.css", "live.css"]
-PAGE_JS = ["wordpiece.js", "live.js"]
+PAGE_JS = [
+    "wordpiece.js",  # the tokenizer
+    "live-readings.js",  # three ways to read attention (the worker's too)
+    "live-client.js",  # the model's worker, from the page
+    "live-state.js",  # the head mask, the runs and their results
+    "live-explorer.js",  # the views, one file each
+    "live-grid.js",
+    "live-table.js",
+    "live-bertviz.js",
+    "live.js",  # the lab's layout, wiring and page API
+]
+WORKER_JS = ["live-worker.js", "explorer.js"]
+# The sentences "Are all heads needed?" ranks the heads on.
+RANKING_SENTENCES = "sentences.txt"
 
 
 @dataclass(frozen=True)
@@ -181,8 +197,27 @@ def quiet_exporter():
         logger.setLevel(level)
 
 
-def export_onnx(model, path):
-    """Export `model` (a BERT with eager attention) to `path`."""
+class AttentionsOnly(nn.Module):
+    """A BERT that returns its attention weights alone, (B, L, h, T, T):
+    the lab's export before it took a head mask (for comparing sizes)."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, input_ids, attention_mask, token_type_ids):
+        outputs = self.model(
+            input_ids=input_ids,
+            attention_mask=attention_mask,
+            token_type_ids=token_type_ids,
+            output_attentions=True,
+        )
+        return torch.stack(outputs.attentions, dim=1)
+
+
+def export_onnx(model, path, head_mask=True):
+    """Export `model` (a BERT with eager attention) to `path`: as the lab
+    runs it (LiveOutputs), or with head_mask=False as AttentionsOnly."""
     import onnx
 
     config = model.config
@@ -196,14 +231,16 @@ def export_onnx(model, path):
     batch = torch.export.Dim("batch", max=64)
     length = torch.export.Dim("length", max=config.max_position_embeddings)
     axes = {0: batch, 1: length}
+    module = LiveOutputs(model) if head_mask else AttentionsOnly(model)
+    names = (INPUTS, OUTPUTS) if head_mask else (INPUTS[:3], OUTPUTS[:1])
     with quiet_exporter():
         program = torch.onnx.export(
-            LiveOutputs(model).eval(),
-            example,
+            module.eval(),
+            example if head_mask else example[:3],
             dynamo=True,
-            input_names=INPUTS,
-            output_names=OUTPUTS,
-            dynamic_shapes=(axes, axes, axes, None),
+            input_names=names[0],
+            output_names=names[1],
+            dynamic_shapes=(axes, axes, axes, None)[: len(names[0])],
             optimize=True,
             verbose=False,
         )
@@ -276,7 +313,7 @@ def site_files(live):
     files = {"bert.onnx": live.model, "vocab.txt": live.vocab}
     for name in ORT_FILES:
         files[name] = ORT_DIST / name
-    for name in [*PAGE_CSS, *PAGE_JS, "explorer.js", "live-worker.js"]:
+    for name in [*PAGE_CSS, *PAGE_JS, *WORKER_JS]:
         files[name] = HERE / name
     missing = [str(p) for p in files.values() if not Path(p).exists()]
     if missing:
@@ -295,21 +332,97 @@ def download_bytes(live):
     )
 
 
-def live_lab(live, text_a, text_b="", layer=0, query=None):
+def ranking(model, tokenizer, path=None, cache=CACHE):
+    """The heads of `model` (the checkpoint in `path`, by default the
+    bundled one), least important first, as "Are all heads needed?" ranks
+    them on its sentences (ablation.head_ranking): [layer, head] pairs.
+    Cached in `cache` beside the export, keyed on the checkpoint and the
+    sentences, since it runs the model once per head."""
+    path = path or bundled_path()
+    sentences = load_lines(RANKING_SENTENCES)
+    digest = hashlib.sha256("\n".join(sentences).encode()).hexdigest()[:16]
+    file = Path(cache) / checkpoint_key(path) / f"ranking-{digest}.json"
+    if not file.exists():
+        order = ablation.head_ranking(model, tokenizer, sentences)
+        file.parent.mkdir(parents=True, exist_ok=True)
+        part = file.with_suffix(".part")
+        part.write_text(json.dumps([list(pair) for pair in order]))
+        part.rename(file)  # atomic: never read half-written
+    return [tuple(pair) for pair in json.loads(file.read_text())]
+
+
+def headview_markup():
+    """The markup BertViz's Python writes around its head view, without
+    its script: {"single": one filter, "pair": the sentence filters}, the
+    id left for the page to set (live-bertviz.js copies it per drawing)."""
+    import re
+
+    from bertviz import head_view
+
+    from .bertviz_view import name_selects
+
+    attention = [torch.full((1, 1, 3, 3), 1 / 3)]  # any weights will do
+    tokens = ["[CLS]", "a", "[SEP]"]
+    markup = {}
+    for name, b_start in (("single", None), ("pair", 2)):
+        view = head_view(attention, tokens, b_start, html_action="return")
+        div = re.search(r"<div id=.*</div>", view.data, re.DOTALL).group()
+        div = re.sub(r' id="bertviz-[0-9a-f]+"', "", div, count=1)
+        markup[name] = " ".join(name_selects(div).split())
+    return markup
+
+
+def check_ranking(ranking, num_layers, num_heads):
+    """`ranking` as a list of [layer, head] pairs, each in range."""
+    pairs = [[int(x) for x in pair] for pair in ranking]
+
+    def fits(pair):
+        layer, head = (pair + [-1, -1])[:2]
+        return (
+            len(pair) == 2
+            and 0 <= layer < num_layers
+            and 0 <= head < num_heads
+        )
+
+    bad = [pair for pair in pairs if not fits(pair)]
+    if bad or len(pairs) < num_heads:
+        raise ValueError(
+            f"ranking must list at least {num_heads} (layer, head) pairs, "
+            f"layers 0..{num_layers - 1} and heads 0..{num_heads - 1}, least "
+            f"important first, as live.ranking() gives; got {bad or pairs}"
+        )
+    return pairs
+
+
+def live_lab(
+    live,
+    text_a,
+    text_b="",
+    layer=0,
+    query=None,
+    ranking=None,
+    ranking_page="heads_needed.html",
+):
     """The live lab's HTML: inputs, a download button, then the views.
 
     The explorer opens on the first token equal to `query` (say "it"),
-    else on the first word.
+    else on the first word. ranking: (layer, head) pairs, least important
+    first (live.ranking()), for the presets that switch off the heads
+    ranked least and most important, which link to `ranking_page`;
+    None leaves those presets out.
 
     Nothing heavy is fetched until the reader presses the button. The page
-    carries only this element and its parameters; wordpiece.js and live.js
-    are served from SITE_FOLDER, as the model is (pages sit in book/).
+    carries only this element, its parameters and BertViz's markup; the
+    scripts (PAGE_JS) are served from SITE_FOLDER, as the model is (pages
+    sit in book/).
     """
     if query is not None and not isinstance(query, str):
         raise ValueError(
             f"query is the token to open the explorer on, such as 'it'; "
             f"got {query!r}"
         )
+    if ranking is not None:
+        ranking = check_ranking(ranking, live.num_layers, live.num_heads)
     params = {
         "folder": SITE_FOLDER,
         "model": "bert.onnx",
@@ -326,6 +439,8 @@ def live_lab(live, text_a, text_b="", layer=0, query=None):
         "layer": layer,
         "query": query,
         "colours": HEAD_COLOURS,
+        "ranking": ranking,
+        "ranking_page": ranking_page,
     }
     folder = f"../{SITE_FOLDER}"
     links = "".join(
@@ -334,9 +449,14 @@ def live_lab(live, text_a, text_b="", layer=0, query=None):
     scripts = "".join(
         f'<script src="{folder}/{name}"></script>' for name in PAGE_JS
     )
+    templates = "".join(
+        f'<template class="mha-live-headview" data-filters="{name}">'
+        f"{markup}</template>"
+        for name, markup in headview_markup().items()
+    )
     return HTML(
         f'<div class="mha-live" data-params="{escape(json.dumps(params))}">'
         f'<p class="mha-live-note">(Lab 3 appears here in the built book, '
         f"served over http. In a running notebook, use the panel of Lab 2.)"
-        f"</p></div>\n{links}\n{scripts}"
+        f"</p>{templates}</div>\n{links}\n{scripts}"
     )

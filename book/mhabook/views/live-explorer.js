@@ -1,0 +1,190 @@
+/* The live lab's head explorer: one layer's heads, read one of three ways
+ * (live-readings.js), drawn by the explorer's own template (explorer.js,
+ * the file Python fills for the other pages).
+ *
+ * The template is compiled once, into a function of its parameters
+ * (its placeholder, EXPLORER_PARAMS, becomes the argument): each run
+ * calls it on a fresh element, with no script added to the page and no
+ * text pasted into the template.
+ *
+ * A head switched off keeps its weights and its colour in the view (so
+ * the explorer's marks for heads that share a colour stay put), is named
+ * "(off)", and its toggle and arcs get the class mha-live-off: live.css
+ * draws them dotted and faint, with a hatched swatch, apart from the
+ * palette's grey. The explorer draws its arcs anew at each query: they
+ * are marked again as they come.
+ */
+(function (global) {
+  "use strict";
+  const MhaLive = global.MhaLive = global.MhaLive || {};
+  const readings = global.MhaLiveReadings;
+
+  // What each reading shows and what it assumes, in one line each.
+  const READINGS = {
+    raw: {
+      label: "attention weights",
+      caption: "Shows each head's softmax weights: where its query " +
+        "looks. Assumes that a weight says how much of a token the query " +
+        "takes in, whatever the size of that token's value vector.",
+    },
+    weighted: {
+      label: "weighted by value norms",
+      caption: "Shows each weight times the length of what that " +
+        "token's value vector adds through the head, \u2016\u03b1 f(x)" +
+        "\u2016 (Kobayashi et al. 2020), each row scaled to sum to 1: " +
+        "weight parked on tokens with small values (often [CLS] and " +
+        "[SEP]) shrinks. Leaves out the residual path.",
+    },
+    rollout: {
+      label: "rolled out across layers",
+      caption: "Shows the heads that are on, averaged, mixed half and " +
+        "half with the identity for the residual path, and multiplied " +
+        "from layer 0 up to this layer (Abnar and Zuidema 2020): how " +
+        "much each input token reaches this one. Assumes every head " +
+        "counts the same; leaves out the value vectors.",
+    },
+  };
+
+  function element(tag, className, text) {
+    const node = document.createElement(tag);
+    if (className) {
+      node.className = className;
+    }
+    if (text !== undefined) {
+      node.textContent = text;
+    }
+    return node;
+  }
+
+  // Mark the toggles and arcs of the heads switched off (off[k]), now and
+  // each time the explorer draws its arcs again.
+  function markOff(holder, off) {
+    holder.querySelectorAll(".mha-toggle").forEach((toggle, k) => {
+      toggle.classList.toggle("mha-live-off", off[k]);
+    });
+    const svg = holder.querySelector("svg");
+    const mark = () => {
+      for (const arc of svg.querySelectorAll("path.mha-arc")) {
+        arc.classList.toggle("mha-live-off", off[Number(arc.dataset.head)]);
+      }
+    };
+    mark();
+    new MutationObserver(mark).observe(svg, { childList: true });
+  }
+
+  class ExplorerView {
+    // lab: the MhaLive.Lab (its reading and its rollouts); onChange:
+    // called when the reader picks another layer or reading.
+    constructor(lab, params, onChange) {
+      this.lab = lab;
+      this.params = params;
+      this.draw = null;
+      this.serial = 0;
+      this.shown = null; // the result drawn
+      this.layerMenu = element("select", "mha-live-layer");
+      for (let l = 0; l < params.num_layers; l++) {
+        const option = element("option", "", String(l));
+        option.value = String(l);
+        this.layerMenu.append(option);
+      }
+      this.layerMenu.value = String(params.layer);
+      this.layerMenu.addEventListener("change", onChange);
+      const heading = element("label", "mha-live-heading");
+      heading.append("Head explorer of layer ", this.layerMenu);
+
+      // The reading: a group of radio buttons, and its caption.
+      const switcher = element("fieldset", "mha-live-readings");
+      switcher.append(element("legend", "", "Read the attention as"));
+      this.radios = {};
+      for (const [name, reading] of Object.entries(READINGS)) {
+        const radio = element("input");
+        radio.type = "radio";
+        radio.name = "mha-live-reading";
+        radio.value = name;
+        radio.checked = name === lab.reading;
+        radio.addEventListener("change", () => {
+          lab.reading = name;
+          this.showCaption();
+          onChange();
+        });
+        const label = element("label", "mha-live-reading");
+        label.append(radio, " " + reading.label);
+        switcher.append(label);
+        this.radios[name] = radio;
+      }
+      this.caption = element("p", "mha-live-reading-caption");
+      this.caption.setAttribute("aria-live", "polite");
+      this.slot = element("div", "mha-live-explorer");
+      this.element = element("div", "mha-live-explorer-view");
+      this.element.append(heading, switcher, this.caption, this.slot);
+      this.showCaption();
+    }
+
+    // The explorer's template, once: a function of EXPLORER_PARAMS.
+    setTemplate(source) {
+      this.draw = new Function("EXPLORER_PARAMS", source);
+    }
+
+    get layer() {
+      return Number(this.layerMenu.value);
+    }
+
+    showCaption() {
+      this.caption.textContent = READINGS[this.lab.reading].caption;
+    }
+
+    // The heads of this layer as the reading reads them.
+    heads(result) {
+      const { h, T } = result.flat;
+      const l = this.layer;
+      const colours = this.params.colours;
+      const reading = this.lab.reading;
+      if (reading === "rollout") {
+        const rolled = result.flat.rollout.subarray(l * T * T,
+          (l + 1) * T * T);
+        return [{ name: "layers 0\u2013" + l + " rolled out",
+          colour: colours[0], weights: readings.nest(rolled, [T, T]) }];
+      }
+      const weights = reading === "weighted"
+        ? readings.nest(readings.rowShares(readings.valueWeightedLayer(
+          result.flat.data, result.flat.norms, l, h, T), T), [h, T, T])
+        : result.attention[l];
+      return weights.map((rows, k) => ({
+        name: "head " + k + (result.headMask[l][k] === 1 ? "" : " (off)"),
+        colour: colours[k % colours.length],
+        weights: rows,
+      }));
+    }
+
+    async show(result) {
+      if (this.lab.reading === "rollout") {
+        await this.lab.withRollout(result);
+      }
+      const pressed = this.slot.querySelector(
+        ".mha-token[aria-pressed=true]");
+      // At first, the word the page asks for (params.query), or the first
+      // word; then the token the reader chose.
+      const opening = this.params.query
+        ? result.tokens.indexOf(this.params.query) : -1;
+      const query = Math.min(pressed ? Number(pressed.dataset.index)
+        : opening >= 0 ? opening : 1, result.tokens.length - 1);
+      const holder = element("div", "mha-explorer-root");
+      holder.id = "mha-live-explorer-" + (++this.serial);
+      this.slot.replaceChildren(holder);
+      const value = {
+        id: holder.id,
+        tokens: result.tokens,
+        heads: this.heads(result),
+        query: query,
+        title: "Layer " + this.layer + " of " + this.params.name +
+          ", live: " + READINGS[this.lab.reading].label,
+      };
+      this.draw(value);
+      markOff(holder, value.heads.map((head) => head.name.endsWith("(off)")));
+      this.shown = result;
+    }
+  }
+
+  ExplorerView.READINGS = READINGS;
+  MhaLive.ExplorerView = ExplorerView;
+})(window);
