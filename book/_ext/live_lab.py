@@ -26,8 +26,9 @@ def copy_live_lab(target):
     target.mkdir(parents=True, exist_ok=True)
     for name, source in live.site_files(live.exported()).items():
         shutil.copyfile(source, target / name)
-    # BertViz's template, its CDN addresses pointed at our copies:
-    # live.js replaces MHA_BUNDLED with the address of _static/bundled.
+    # BertViz's template, its CDN addresses pointed away from the CDN (to
+    # MHA_BUNDLED, never fetched): live-bertviz.js compiles the template
+    # once and points require's paths at _static/bundled itself.
     head_view = (Path(bertviz.__file__).parent / "head_view.js").read_text()
     for url, local in CDN_REWRITES.items():
         head_view = head_view.replace(url, f"MHA_BUNDLED/{local}")
@@ -39,7 +40,7 @@ def copy_live_lab(target):
 def with_access(head_view):
     """BertViz's template with the book's head colours, keys, head numbers
     and marks, as mhabook.views.bertviz_view gives the pages' head views.
-    live.js replaces PYTHON_PARAMS with the view's parameters."""
+    live-bertviz.js compiles it once and passes each run's parameters."""
     from mhabook.views import bertviz_view
 
     colours = json.dumps(bertviz_view.HEAD_COLOURS)
