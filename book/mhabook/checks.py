@@ -7,6 +7,7 @@ error that names the fix, because the layers call these checks:
 - `takes_config`, a class decorator: the layer takes one config whose
   `hidden_size` splits into `num_attention_heads` whole heads, and refuses
   an input that is not (B, T, d);
+- `check_input`, an input of shape (B, T, d) and of the weights' dtype;
 - `check_split`, the rule d_k = d / h, with the head counts that fit;
 - `check_attention_mask` and `check_bool_mask`, masks that are bool and fit;
 - `check_targets`, the targets of a hand-built pointer head;
@@ -70,12 +71,24 @@ def config_sizes(name, args, kwargs):
     )
 
 
-def check_input(hidden_state, embed_dim):
-    """Refuse an input that is not (B, T, d), with the fix in the error."""
+def check_input(hidden_state, embed_dim, dtype=None):
+    """Refuse an input that is not (B, T, d), or (given the layer's weights'
+    `dtype`) not of that dtype, with the fix in the error."""
     shape = tuple(getattr(hidden_state, "shape", ()))
     tensor = torch.is_tensor(hidden_state)
     if tensor and len(shape) == 3 and shape[-1] == embed_dim:
-        return
+        if dtype is None or hidden_state.dtype == dtype:
+            return
+        fix = (
+            "hidden_state.float()"
+            if dtype == torch.float32
+            else f"hidden_state.to({dtype})"
+        )
+        raise ValueError(
+            f"hidden_state is {hidden_state.dtype}, the layer's weights are "
+            f"{dtype}: pass {fix}, or convert the layer with "
+            f"layer.to(hidden_state.dtype)"
+        )
     raise ValueError(
         f"hidden_state is {shape if tensor else type(hidden_state).__name__}"
         f"; the layer takes (B, T, d) with d = {embed_dim}: "
@@ -99,7 +112,9 @@ class _InputCheck:
 
     def __call__(self, module, args, kwargs):
         hidden_state = args[0] if args else kwargs.get("hidden_state")
-        check_input(hidden_state, self.embed_dim)
+        weight = next(module.parameters(), None)  # the layer's dtype
+        dtype = None if weight is None else weight.dtype
+        check_input(hidden_state, self.embed_dim, dtype)
 
 
 def takes_config(layer_class):

@@ -52,8 +52,15 @@ def test_no_attention_is_a_clear_error():
 
 
 def test_a_layer_out_of_range_is_refused():
-    with pytest.raises(ValueError, match="layer 3 is not in 0..2"):
+    with pytest.raises(
+        ValueError, match="layer 3 is not in 0..2: use a layer from 0 to 2"
+    ):
         head_view_html(attention(), TOKENS, 4, layer=3, heads=[0])
+
+
+def test_tokens_that_do_not_fit_the_weights_name_the_fix():
+    with pytest.raises(ValueError, match="pass one token per position"):
+        head_view_html(attention(), TOKENS[:-1], 4, layer=0, heads=[0])
 
 
 def test_a_head_out_of_range_is_refused():

@@ -86,6 +86,18 @@ def test_an_input_that_is_not_batch_tokens_width_is_refused(x, fix):
         check_input(x, 8)
 
 
+def test_an_input_of_another_dtype_than_the_weights_names_the_cast():
+    layer = Layer(config())
+    with pytest.raises(
+        ValueError, match=r"torch.float64.*hidden_state\.float\(\)"
+    ):
+        layer(torch.randn(1, 3, 8, dtype=torch.float64))
+    with pytest.raises(ValueError, match=r"hidden_state\.to\(torch.float64\)"):
+        check_input(torch.randn(1, 3, 8), 8, torch.float64)
+    assert check_input(torch.randn(1, 3, 8), 8, torch.float32) is None
+    assert layer.double()(torch.randn(1, 3, 8).double()).dtype == torch.float64
+
+
 def test_split_names_the_nearest_head_counts():
     assert check_split(768, 12) is None
     with pytest.raises(ValueError, match="such as 4 or 6"):

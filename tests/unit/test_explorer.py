@@ -80,9 +80,15 @@ def test_weights_of_the_wrong_shape_are_refused(shape, message):
 
 def test_other_mistakes_are_refused():
     weights = torch.full((2, 2, 2), 0.5)
-    with pytest.raises(ValueError, match="1 head names for 2 heads"):
+    with pytest.raises(
+        ValueError,
+        match="1 head names for 2 heads: pass one name per head, 2 names",
+    ):
         head_explorer(["a", "b"], weights, ["h"])
-    with pytest.raises(ValueError, match="query 5 is not in 0..1"):
+    with pytest.raises(
+        ValueError,
+        match="query 5 is not in 0..1: pick a query token from 0 to 1",
+    ):
         head_explorer(["a", "b"], weights, ["h", "i"], query=5)
     with pytest.raises(ValueError, match="html_action"):
         head_explorer(["a", "b"], weights, ["h", "i"], html_action="show")

@@ -248,6 +248,21 @@ def test_a_cache_of_the_wrong_shape_is_refused_not_broadcast():
         ValueError, match=r"keys \(2, 4, 1, 8\).*\(2, 2, 5, 8\)"
     ):
         grouped(4, 4)(torch.randn(2, 1, 32), cache=cache)  # 4 heads, not 2
+    with pytest.raises(
+        ValueError, match=r"make it KVCache\(2, 4, max_tokens, 8\)"
+    ):
+        grouped(4, 4)(torch.randn(2, 1, 32), cache=cache)
+
+
+def test_an_input_that_is_not_batch_tokens_width_names_the_fix():
+    layer = grouped(4, 2)
+    with pytest.raises(
+        ValueError, match=r"hidden_state\[None\] for a batch of one"
+    ):
+        layer(torch.randn(3, 32))
+    with pytest.raises(ValueError, match=r"hidden_state\.float\(\)"):
+        layer(torch.randn(1, 3, 32, dtype=torch.float64))
+    assert layer(torch.randn(3, 32)[None])[0].shape == (1, 3, 32)
 
 
 # Mean-pooling a real model's heads (here a tiny random BERT)

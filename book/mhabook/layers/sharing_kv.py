@@ -9,6 +9,8 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from mhabook.checks import check_input  # (B, T, d), else names the fix
+
 from .all_heads import check_mask, copy_checked
 from .many_heads import head_dim_for
 from .one_head import scaled_dot_product_attention
@@ -51,6 +53,7 @@ class GroupedQueryAttention(nn.Module):
         self.output_linear = nn.Linear(C, C, bias=bias)
 
     def forward(self, hidden_state, mask=None, cache=None):
+        check_input(hidden_state, self.q.in_features, self.q.weight.dtype)
         B, T, C = hidden_state.shape
         h, g, d_k = self.num_heads, self.num_kv_heads, self.head_dim
         mask = check_mask(mask, B, T)  # None or (B, 1, T, T)
@@ -99,7 +102,9 @@ def check_fits(cache_shape, stored, K, V):
     if K.shape != (B, g, K.shape[2], d_k) or V.shape != K.shape:
         raise ValueError(
             f"keys {tuple(K.shape)} and values {tuple(V.shape)} do not "
-            f"fit a cache of (B, g, max_tokens, d_k) = {(B, g, room, d_k)}"
+            f"fit a cache of (B, g, max_tokens, d_k) = {(B, g, room, d_k)}: "
+            f"make it KVCache({K.shape[0]}, {K.shape[1]}, max_tokens, "
+            f"{K.shape[-1]}), the layer's B, g and d_k"
         )
     if end > room:
         raise ValueError(

@@ -90,22 +90,29 @@ def head_view_html(
         )
     num_layers, num_heads, T, _ = attention.shape
     if not 0 <= layer < num_layers:
-        raise ValueError(f"layer {layer} is not in 0..{num_layers - 1}")
+        raise ValueError(
+            f"layer {layer} is not in 0..{num_layers - 1}: use a layer "
+            f"from 0 to {num_layers - 1}"
+        )
     if len(tokens) != T:
-        raise ValueError(f"{len(tokens)} tokens for {T} attention positions")
+        raise ValueError(
+            f"{len(tokens)} tokens for {T} attention positions: pass one "
+            f"token per position, the tokens of the input the weights are of"
+        )
     for label, at_layer, head in presets:
         if not (0 <= at_layer < num_layers and 0 <= head < num_heads):
             raise ValueError(
                 f"preset {label!r} names layer {at_layer}, head {head}; the "
                 f"model has layers 0..{num_layers - 1} and heads "
-                f"0..{num_heads - 1}"
+                f"0..{num_heads - 1}: pick a layer and a head in those ranges"
             )
     if presets and not all_layers:
         raise ValueError("presets switch layers: pass all_layers=True")
     bad = [h for h in heads or [] if not 0 <= h < num_heads]
     if bad:
         raise ValueError(
-            f"heads {bad} do not exist: the model has heads 0..{num_heads - 1}"
+            f"heads {bad} do not exist: the model has heads "
+            f"0..{num_heads - 1}; pass heads from 0 to {num_heads - 1}"
         )
     include = list(range(num_layers)) if all_layers else [layer]
     layers = list(attention[:, None])  # L x (1, h, T, T)

@@ -60,11 +60,12 @@ def head_explorer(
         raise ValueError(
             f"weights must be (heads, T, T) = (h, {num_tokens}, "
             f"{num_tokens}) for {num_tokens} tokens; got "
-            f"{tuple(weights.shape)}"
+            f"{tuple(weights.shape)}: stack one (T, T) map per head"
         )
     if len(head_names) != len(weights):
         raise ValueError(
-            f"{len(head_names)} head names for {len(weights)} heads"
+            f"{len(head_names)} head names for {len(weights)} heads: pass "
+            f"one name per head, {len(weights)} names, or one map per name"
         )
     if len(weights) > len(HEAD_COLOURS):
         raise ValueError(
@@ -72,7 +73,10 @@ def head_explorer(
             f"selection such as weights[:{len(HEAD_COLOURS)}]"
         )
     if not 0 <= query < num_tokens:
-        raise ValueError(f"query {query} is not in 0..{num_tokens - 1}")
+        raise ValueError(
+            f"query {query} is not in 0..{num_tokens - 1}: pick a query "
+            f"token from 0 to {num_tokens - 1}"
+        )
     if html_action not in ("view", "return"):
         raise ValueError("html_action must be 'view' or 'return'")
     element_id = f"mha-explorer-{uuid.uuid4().hex}"
