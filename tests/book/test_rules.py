@@ -12,6 +12,7 @@ import pytest
 from chapter import BOOK, ROOT
 
 sys.path.insert(0, str(ROOT / "tests" / "tools"))
+import code_counts  # noqa: E402
 import pins  # noqa: E402
 import reading_counts  # noqa: E402
 
@@ -20,6 +21,9 @@ import reading_counts  # noqa: E402
 CHAPTER_WORDS = 6500  # every page of "The chapter" together
 SECTION_4_WORDS = 1300  # book/real_heads
 DEEPER_PAGE_WORDS = 2000  # each page of "Going deeper"
+# What a maintainer meets behind the pages (tests/tools/code_counts.py).
+HIDDEN_CODE_LINES = 900  # collapsed or removed code, all notebooks
+WORDS_IN_STRINGS = 200  # prose in Python strings, notebooks and mhabook
 
 
 def part(caption):
@@ -62,6 +66,32 @@ def test_each_going_deeper_page_is_read_within_its_word_budget(reading, page):
     assert prose <= DEEPER_PAGE_WORDS, (
         f"{page} has {prose} words of prose, over its {DEEPER_PAGE_WORDS}"
     )
+
+
+def test_hidden_code_and_prose_in_strings_stay_within_budget():
+    hidden, strings = code_counts.counts()
+    assert sum(hidden.values()) <= HIDDEN_CODE_LINES, (
+        f"{sum(hidden.values())} lines of hidden code, over "
+        f"{HIDDEN_CODE_LINES} ({hidden}): move bookkeeping into the page's "
+        "results function in mhabook"
+    )
+    words = sum(n for _, n, _ in strings)
+    assert words <= WORDS_IN_STRINGS, (
+        f"{words} words of prose in Python strings, over {WORDS_IN_STRINGS}: "
+        "put sentences in Markdown (tests/tools/code_counts.py --list)"
+    )
+
+
+def test_code_counts_count_what_a_maintainer_meets():
+    source = (
+        'def f():\n    """A docstring of many more than eight words is not '
+        'counted."""\n    raise ValueError("an error message of more than '
+        'eight words is not counted either")\n'
+        'x = "a sentence of well over eight words counts as prose here"\n'
+        'y = f"{x} and an f-string of eight words or more counts"\n'
+    )
+    found = code_counts.prose_strings(source)
+    assert [n for n, _ in found] == [11, 9]
 
 
 def test_the_stated_reading_time_is_the_counted_one(reading):
