@@ -25,3 +25,24 @@ def test_no_target_means_uniform():
 def test_bad_target_is_refused():
     with pytest.raises(ValueError, match="use 0 to 2"):
         pointer_head([0, 3, 1])
+
+
+def test_a_pronoun_that_occurs_twice_is_refused_naming_the_fix():
+    from mhabook import pronoun_heads
+
+    tokens = "the cat sat because it was tired and it slept".split()
+    with pytest.raises(
+        ValueError, match=r"occurs 2 times \(positions \[4, 8\]"
+    ):
+        pronoun_heads(tokens, "cat", "it", ("sat", "was"))
+
+
+def test_the_verb_head_looks_at_the_nearest_occurrence_of_a_verb():
+    from mhabook import pronoun_heads
+
+    tokens = "the cat sat and it sat down".split()
+    names, weights = pronoun_heads(tokens, "cat", "it", "sat")
+    verb = weights[names.index("verb")].argmax(-1).tolist()
+    assert verb == [2, 2, 2, 2, 5, 5, 5]  # the second "sat" for its words
+    coreference = weights[names.index("coreference")]
+    assert coreference[4].argmax() == 1  # "it" looks at "cat"

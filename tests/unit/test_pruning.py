@@ -98,6 +98,8 @@ def test_the_layer_cache_gives_the_model_output_from_any_layer():
     expected = sentence_embeddings(model, tokenizer, text)  # (N, C)
     for start in range(2):
         assert torch.allclose(batch.embeddings(start), expected, atol=1e-5)
+    # the recording run's own embeddings: the same numbers, not re-run
+    assert torch.equal(batch.recorded, batch.embeddings())
     with heads_removed(model, [(1, 0)]):
         hooked = sentence_embeddings(model, tokenizer, text)
         cached = batch.embeddings(start=1)
@@ -396,3 +398,32 @@ def test_the_page_glues_every_name_it_shows_and_shows_every_number(planted):
     verdicts = {name for name, *_ in page_verdicts(result)}
     assert shown - numbers - verdicts - in_cells == set()
     assert numbers | verdicts <= shown
+
+
+def test_a_model_of_one_head_is_refused_naming_more_heads_as_a_fix():
+    sentences, rows = tiny_set()
+    model = tiny_bert(num_attention_heads=1)
+    with pytest.raises(ValueError, match="more layers or more heads"):
+        heads_needed_results(model, tiny_tokenizer(), sentences, rows)
+
+
+def test_a_row_without_three_columns_is_named_with_the_file_to_fix():
+    sentences, rows = tiny_set()
+    rows = [*rows[:1], rows[1][:2], *rows[2:]]
+    with pytest.raises(ValueError, match=r"row 1 of `rows` has 2 column") as e:
+        heads_needed_results(
+            tiny_bert(), tiny_tokenizer(), sentences, rows, every=2
+        )
+    assert "book/data/paraphrases.tsv" in str(e.value)
+
+
+def test_a_hook_for_a_head_that_does_not_exist_is_refused_with_the_range():
+    from mhabook.layers.heads_needed import zero_heads_hook
+
+    with pytest.raises(ValueError, match="heads 0-3"):
+        zero_heads_hook([5], 4)
+    with pytest.raises(ValueError, match="heads 0-3"):
+        zero_heads_hook([-1], 4)
+    hook = zero_heads_hook([1], 4)  # in range: slice 1 of 4 zeroed
+    (out,) = hook(None, (torch.ones(1, 2, 8),))
+    assert out[0, 0].tolist() == [1, 1, 0, 0, 1, 1, 1, 1]

@@ -850,3 +850,34 @@ def test_each_verdict_sentence_reads_with_every_phrase():
             assert others & names == {name}, sentence
             for phrase in phrases.values():
                 assert phrase in sentence.replace(role, phrase)
+
+
+def test_query_key_products_refuse_a_head_that_does_not_exist(tokenizer):
+    model = tiny_bert()  # 2 heads
+    ex = run_example(model, tokenizer, "time flies", "fruit flies")
+    block = model.encoder.layer[0].attention
+    with pytest.raises(ValueError, match="head 2 does not exist.*heads 0-1"):
+        query_key_products(block, ex["hidden_states"][0], head=2, query=0)
+    with pytest.raises(ValueError, match="query 7 is not a position"):
+        query_key_products(block, ex["hidden_states"][0], head=1, query=7)
+
+
+def test_a_row_with_the_wrong_columns_names_the_file_line_and_columns(
+    tmp_path, monkeypatch
+):
+    from mhabook.experiments import embedding
+
+    text = "# a comment\n\ntime flies\tfruit flies\nlike an arrow\tx\textra\n"
+    (tmp_path / "claim1_pairs.tsv").write_text(text, encoding="utf-8")
+    monkeypatch.setattr(embedding, "DATA", tmp_path)
+    monkeypatch.setattr(realheads, "DATA", tmp_path)
+    with pytest.raises(
+        ValueError,
+        match=r"book/data/claim1_pairs.tsv, line 4, has 3 tab-separated "
+        r"column\(s\) where 2 are expected \(sentence A; sentence B\)",
+    ):
+        load_table("claim1_pairs.tsv")
+    (tmp_path / "claim1_pairs.tsv").write_text(
+        text.replace("\tx\textra", "\tx")
+    )
+    assert load_table("claim1_pairs.tsv")[1] == ["like an arrow", "x"]

@@ -35,7 +35,8 @@ class SentenceBatch:
     Sentences of similar length share a batch, so little time goes on
     padding. The layers' inputs are recorded with forward pre-hooks during
     one run of the model itself: the attention mask passed on is the
-    model's own.
+    model's own. `recorded` holds that run's embeddings (those of
+    `embeddings()` with the hooks the model had then).
     """
 
     def __init__(self, model, tokenizer, sentences, batch_size=32):
@@ -46,13 +47,18 @@ class SentenceBatch:
         order = sorted(range(len(sentences)), key=lengths.__getitem__)
         self.unsort = torch.tensor(order).argsort()  # back to input order
         self.chunks = []  # (tokenized batch, what entered each layer)
+        pooled = []
         for first in range(0, len(order), batch_size):
             picked = [sentences[i] for i in order[first : first + batch_size]]
             batch = tokenizer(picked, padding=True, return_tensors="pt")
-            self.chunks.append((batch, self._record(model, batch)))
+            inputs, last = self._record(model, batch)
+            self.chunks.append((batch, inputs))
+            pooled.append(self._pool(last, batch))
+        self.recorded = torch.cat(pooled)[self.unsort]  # (N, C)
 
     def _record(self, model, batch):
-        inputs = []
+        """What entered each layer, and what left the last one."""
+        inputs, outputs = [], []
 
         def record(module, args, kwargs):
             inputs.append((args, kwargs))
@@ -61,13 +67,25 @@ class SentenceBatch:
             layer.register_forward_pre_hook(record, with_kwargs=True)
             for layer in self.layers
         ]
+        handles.append(
+            self.layers[-1].register_forward_hook(
+                lambda module, args, output: outputs.append(output)
+            )
+        )
         try:
             with torch.inference_mode():
                 model(**batch)
         finally:
             for handle in handles:
                 handle.remove()
-        return inputs
+        return inputs, outputs[-1]  # (B, T, C)
+
+    @staticmethod
+    def _pool(hidden, batch):
+        """(B, C): the mean of each sentence's real tokens' states."""
+        mask = batch["attention_mask"].unsqueeze(-1)  # (B, T, 1)
+        mask = mask.to(hidden.dtype)
+        return (hidden * mask).sum(1) / mask.sum(1)  # (B, C)
 
     def embeddings(self, start=0):
         """(N, C): mean-pooled last hidden states, running the model's
@@ -79,9 +97,7 @@ class SentenceBatch:
             with torch.inference_mode():
                 for layer in self.layers[start:]:
                     hidden = layer(hidden, *args[1:], **kwargs)  # (B, T, C)
-            mask = batch["attention_mask"].unsqueeze(-1)  # (B, T, 1)
-            mask = mask.to(hidden.dtype)
-            pooled.append((hidden * mask).sum(1) / mask.sum(1))  # (B, C)
+            pooled.append(self._pool(hidden, batch))  # (B, C)
         return torch.cat(pooled)[self.unsort]  # (N, C)
 
 
@@ -221,7 +237,7 @@ class Probe:
     def __init__(self, model, tokenizer, sentences):
         self.model = model
         self.batch = SentenceBatch(model, tokenizer, sentences)
-        self.reference = self.batch.embeddings()  # (N, C)
+        self.reference = self.batch.recorded  # (N, C): embeddings()
 
     def embeddings(self, removed):
         """(N, C): the set's embeddings without `removed` (layer, head)
@@ -370,8 +386,9 @@ def heads_needed_results(
         raise ValueError(
             f"this page compares one layer's heads with the other layers' "
             f"and needs at least 2 layers of at least 2 heads; the model "
-            f"has {L} layer(s) of {h} head(s): load a deeper BERT "
-            f"(set MHA_CHECKPOINT to its folder)"
+            f"has {L} layer(s) of {h} head(s): load a BERT with more "
+            f"layers or more heads per layer, at least 2 of each (set "
+            f"MHA_CHECKPOINT to its folder)"
         )
     chosen = list(sentences)[::every]
     if len(chosen) < 4 or len(rows) < 2:
@@ -380,8 +397,15 @@ def heads_needed_results(
             f"{every}th of `sentences`: {len(chosen)}) and 2 rows; pass "
             f"more sentences or a smaller `every`"
         )
-    if any(len(row) != 3 for row in rows):
-        raise ValueError("each row is (sentence, paraphrase, partner)")
+    bad = [(k, row) for k, row in enumerate(rows) if len(row) != 3]
+    if bad:
+        k, row = bad[0]
+        raise ValueError(
+            f"each row is (sentence, paraphrase, partner), but row {k} of "
+            f"`rows` has {len(row)} column(s): {row!r}; in "
+            f"book/data/paraphrases.tsv, separate a line's three columns "
+            f"with one tab each"
+        )
     heads = [(layer, i) for layer in range(L) for i in range(h)]
     exact = exact_removal(model, tokenizer, example, 0, h // 4)
 
@@ -413,14 +437,27 @@ def heads_needed_results(
         model, tokenizer, [r[c] for c in range(3) for r in rows]
     )
 
+    # Curves, orders and comparisons meet the same sets of heads again
+    # (none, all, a layer, the least important layer's worth): each set's
+    # embeddings are computed once. No head removed is the reference.
+    computed = {frozenset(): paraphrase.reference}
+
+    def changed_by(removed):
+        key = frozenset((int(layer), int(i)) for layer, i in removed)
+        if key not in computed:
+            computed[key] = paraphrase.embeddings(removed)  # (3n, C)
+        return computed[key]
+
+    def cosines_without(removed):
+        return cosines(paraphrase.reference, changed_by(removed))  # (3n,)
+
     def measure(removed):
-        changed = paraphrase.embeddings(removed)  # (3n, C)
+        changed = changed_by(removed)  # (3n, C)
         right = paraphrase_rows(*changed.view(3, n, -1)).float().mean()
-        fidelity = cosines(paraphrase.reference, changed).mean()
-        return fidelity.item(), right.item()
+        return cosines_without(removed).mean().item(), right.item()
 
     right_full = paraphrase_rows(*paraphrase.reference.view(3, n, -1))
-    no_heads = paraphrase.embeddings(heads)  # (3n, C)
+    no_heads = changed_by(heads)  # (3n, C)
     right_none = paraphrase_rows(*no_heads.view(3, n, -1))
     right_words = overlap_rows(rows)
     task_full, task_none, word_score = (
@@ -465,11 +502,13 @@ def heads_needed_results(
     ]
     rest_heads = [x for x in heads if x[0] != top]
     rest_half = [
-        paraphrase.fidelity(_random_order(rest_heads, 1000 + i)[:half])
+        cosines_without(_random_order(rest_heads, 1000 + i)[:half])
+        .mean()
+        .item()
         for i in range(n_orders)
     ]
     # a whole layer against as many heads least important first, by row
-    diff = paraphrase.cosines(whole[:h]) - paraphrase.cosines(order[:h])
+    diff = cosines_without(whole[:h]) - cosines_without(order[:h])
     diff = diff.view(3, n).mean(0)  # (n,): a row's 3 sentences averaged
     g = torch.Generator().manual_seed(2)
     diff_low, diff_high = _quantiles(

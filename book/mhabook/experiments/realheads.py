@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import torch
 
-from .embedding import load_lines
+from .embedding import DATA, load_lines
 
 
 def encode_pair(tokenizer, model, text_a, text_b):
@@ -255,9 +255,47 @@ def best_head(scores):
     return layer, head
 
 
+# The columns of each tab-separated set of book/data/, as its header says.
+COLUMNS = {
+    "claim1_pairs.tsv": ("sentence A", "sentence B"),
+    "flies_pairs.tsv": (
+        "sentence A",
+        'what "flies" is likened to in A',
+        "sentence B",
+        'the noun before "flies" in B',
+        "what the flies like in B",
+    ),
+    "coreference.tsv": (
+        "sentence",
+        "the pronoun",
+        "the candidate it refers to",
+        "the other candidate",
+    ),
+    "paraphrases.tsv": ("sentence", "paraphrase", "unrelated partner"),
+}
+
+
 def load_table(name):
-    """Rows of the tab-separated file book/data/<name>, comments left out."""
-    return [line.split("\t") for line in load_lines(name)]
+    """Rows of the tab-separated file book/data/<name>, comments left out.
+    Raises a ValueError naming the file, the line and the expected columns
+    when a row of a set in `COLUMNS` has another number of columns."""
+    load_lines(name)  # refuses a missing file, naming the ones there
+    columns = COLUMNS.get(name)
+    lines = (DATA / name).read_text(encoding="utf-8-sig").splitlines()
+    rows = []
+    for number, line in enumerate(lines, 1):
+        if not line.strip() or line[0] == "#":
+            continue
+        row = line.split("\t")
+        if columns and len(row) != len(columns):
+            raise ValueError(
+                f"book/data/{name}, line {number}, has {len(row)} "
+                f"tab-separated column(s) where {len(columns)} are expected "
+                f"({'; '.join(columns)}): {line!r}. Separate the columns "
+                f"with one tab each, with no tab inside a column"
+            )
+        rows.append(row)
+    return rows
 
 
 def flies_examples(model, tokenizer, rows, set_name=None):
@@ -375,8 +413,18 @@ def query_key_products(attention_block, hidden_state, head, query):
     self_attn = attention_block.self
     h = self_attn.num_attention_heads
     d_k = self_attn.attention_head_size
+    T = hidden_state.shape[1]
+    if not 0 <= head < h:
+        raise ValueError(
+            f"head {head} does not exist: this layer has heads 0-{h - 1}; "
+            f"pick a head in that range"
+        )
+    if not -T <= query < T:
+        raise ValueError(
+            f"query {query} is not a position of the {T} tokens: pick one "
+            f"in 0-{T - 1}"
+        )
     with torch.no_grad():
-        T = hidden_state.shape[1]
         q = self_attn.query(hidden_state)[0].view(T, h, d_k)[query, head]
         K = self_attn.key(hidden_state)[0].view(T, h, d_k)[:, head]
     products = q * K  # (T, d_k)

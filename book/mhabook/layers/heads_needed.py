@@ -29,6 +29,11 @@ def group_by_layer(heads, num_layers, num_heads):
 
 def zero_heads_hook(heads, num_heads):
     """A forward pre-hook for W^O: zero the context slices of `heads`."""
+    if not all(0 <= int(head) < num_heads for head in heads):
+        raise ValueError(
+            f"heads {list(heads)}: a layer of this model has heads "
+            f"0-{num_heads - 1}; pass heads in that range"
+        )
 
     def hook(module, args):
         (context,) = args  # (B, T, C): the heads' outputs side by side

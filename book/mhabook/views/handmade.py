@@ -11,8 +11,10 @@ def pronoun_heads(tokens, subject, pronoun, verbs, strength=4.0):
 
     Returns (names, weights) with weights of shape (4, T, T):
     previous token; every token to the subject; every token to its nearest
-    verb; and coreference, where only the pronoun looks (at the subject)
-    while every other token spreads its attention evenly.
+    verb (any occurrence of one of `verbs`); and coreference, where only
+    the pronoun looks (at the subject's first occurrence) while every other
+    token spreads its attention evenly. A pronoun that occurs twice is
+    refused.
     """
     tokens = list(tokens)
     if isinstance(verbs, str):  # one verb
@@ -27,10 +29,17 @@ def pronoun_heads(tokens, subject, pronoun, verbs, strength=4.0):
         ("verbs", verb) for verb in verbs
     ]:
         word_position(tokens, word, " ".join(tokens), name=name, why=why)
-    where = {}
+    at = [i for i, token in enumerate(tokens) if token == pronoun]
+    if len(at) > 1:
+        raise ValueError(
+            f"the pronoun {pronoun!r} occurs {len(at)} times (positions "
+            f"{at}), but the coreference head lets one pronoun look at the "
+            f"subject: use a sentence with {pronoun!r} once"
+        )
+    where = {}  # each word's first position
     for i, token in enumerate(tokens):
         where.setdefault(token, i)
-    verb_at = [where[v] for v in verbs]
+    verb_at = [i for i, token in enumerate(tokens) if token in verbs]
     coreference = [None] * len(tokens)
     coreference[where[pronoun]] = where[subject]
     heads = {

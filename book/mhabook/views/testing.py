@@ -299,7 +299,7 @@ def page_verdicts(results):
             "above",
             (best.layer, 0.5),
             {
-                False: "it cannot read sense at all",
+                False: "its two queries differ only by place",
                 True: "its queries have seen the context",
             },
         ),
