@@ -6,18 +6,23 @@ $MHA_CHECKPOINT set to a randomly initialised BERT of another shape
 (3 layers, 4 heads, width 64, the bundled tokenizer): it must run to the
 end, name that model, glue verdicts that its rules give, and find no claim
 about trained heads holding in random weights.
+
+The notebooks run one after the other in one kernel, as the build runs
+them (in book/, on one thread), every cell in order; `%reset -f` clears
+the names between them. The kernel imports PyTorch, transformers and
+matplotlib once, not once per notebook: each notebook still runs its own
+imports cell and seeds there. (Each runs in a fresh kernel of its own in
+the book build.)
 """
 
 import os
-import subprocess
-import sys
-from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
+import nbclient
 import nbformat
 import pytest
+from jupyter_client import KernelManager
 
-from chapter import check_verdicts, glued_texts, toc_notebooks
+from chapter import BOOK, check_verdicts, glued_texts, toc_notebooks
 from tiny import save_random_bert
 
 LOADS = [
@@ -30,38 +35,49 @@ NOT_IN_RANDOM_WEIGHTS = {
     "claim_2": False,
     "jobs_done": "none",
 }
-RUNNER = Path(__file__).parents[1] / "tools" / "run_notebook.py"
 
 
-def execute(path, out):
-    """Run the notebook in a process of its own, as tests/tools/run_notebook.py
-    does; returns the executed notebook."""
-    run = subprocess.run(
-        [sys.executable, RUNNER, path],
-        env={**os.environ, "MHA_RUN_OUT": str(out)},
-        capture_output=True,
-        text=True,
-    )
-    assert run.returncode == 0, f"{path.name} stopped:\n{run.stdout[-4000:]}"
-    return nbformat.read(out / path.name, as_version=4)
+def run_in_turn(paths, checkpoint):
+    """{name: executed notebook}: each notebook of `paths` run to its end
+    in one kernel with $MHA_CHECKPOINT set to `checkpoint`."""
+    env = {
+        **os.environ,
+        "MHA_CHECKPOINT": str(checkpoint),
+        "OMP_NUM_THREADS": "1",  # as the build's kernels
+    }
+    manager = KernelManager(kernel_name="python3")
+    manager.start_kernel(cwd=str(BOOK), env=env)
+    kernel = manager.client()
+    kernel.start_channels()
+    executed = {}
+    try:
+        kernel.wait_for_ready(timeout=120)
+        for path in paths:
+            kernel.execute_interactive("%reset -f", timeout=60)
+            nb = nbformat.read(path, as_version=4)
+            client = nbclient.NotebookClient(
+                nb,
+                km=manager,
+                timeout=600,
+                resources={"metadata": {"path": str(path.parent)}},
+            )
+            client.kc = kernel
+            try:
+                client.execute()
+            except nbclient.exceptions.CellExecutionError as error:
+                pytest.fail(f"{path.name} stopped:\n{str(error)[-4000:]}")
+            executed[path.stem] = nb
+    finally:
+        kernel.stop_channels()
+        manager.shutdown_kernel(now=True)
+    return executed
 
 
 @pytest.fixture(scope="module")
 def on_random_bert(tmp_path_factory):
     """{notebook name: executed notebook}, on the random BERT."""
     folder = save_random_bert(tmp_path_factory.mktemp("random-bert"))
-    out = tmp_path_factory.mktemp("executed")
-    saved = os.environ.get("MHA_CHECKPOINT")
-    os.environ["MHA_CHECKPOINT"] = str(folder)
-    try:
-        with ThreadPoolExecutor(2) as pool:
-            runs = pool.map(lambda p: (p.stem, execute(p, out)), LOADS)
-            return dict(runs), folder.name
-    finally:
-        if saved is None:
-            del os.environ["MHA_CHECKPOINT"]
-        else:
-            os.environ["MHA_CHECKPOINT"] = saved
+    return run_in_turn(LOADS, folder), folder.name
 
 
 def test_the_notebooks_that_load_a_checkpoint_are_found():

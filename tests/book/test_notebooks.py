@@ -7,6 +7,7 @@ that build's jupyter-cache, each as soon as it holds that one. Only
 `one_head` runs once more, to check that its seeded numbers reproduce.
 """
 
+import os
 import re
 
 import nbclient
@@ -72,6 +73,21 @@ def test_notebook_ran_top_to_bottom_in_the_build(notebook, executed):
     cells = code_cells(executed(notebook))
     counts = [cell.execution_count for cell in cells]
     assert counts == list(range(1, len(cells) + 1)), "not every cell ran"
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=ids)
+def test_the_default_example_prints_no_note(notebook, executed):
+    """A "Note:" (mhabook.experiments.inputs.note_unless) says that a claim
+    of the text does not hold for the reader's input: on the book's own
+    example none may print. (test_reader_edits.py checks that the edits
+    that break a claim print one.)"""
+    notes = [
+        cell.source.splitlines()[0][:50]
+        for cell in code_cells(executed(notebook))
+        for output in cell.outputs
+        if output.output_type == "stream" and "Note:" in output.text
+    ]
+    assert notes == [], f"the default example prints a Note: in {notes}"
 
 
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=ids)
@@ -156,7 +172,7 @@ def test_seeded_numbers_reproduce_in_a_fresh_kernel(executed):
         timeout=600,
         kernel_name="python3",
         resources={"metadata": {"path": str(notebook.parent)}},
-    ).execute()
+    ).execute(env={**os.environ, "OMP_NUM_THREADS": "1"})  # as the build
     assert text_outputs(from_build)
     assert text_outputs(again) == text_outputs(from_build)
 

@@ -10,7 +10,8 @@ two outcomes:
 
 - it runs through (`refuses` is None); `notes` says whether the page must
   print a "Note:" (the text's claim about the default example does not
-  hold for this input) or must not (the default example itself);
+  hold for this input) or must not. (That the default example itself
+  prints none, test_notebooks.py checks on the book build's own run.)
 - it stops with an error of the chapter's own (`refuses`, a pattern the
   message must hold): a ValueError, TypeError or OSError, or an
   AssertionError with a message (the property checks of all_heads), whose
@@ -77,7 +78,6 @@ ALL_INPUT = "loop = MultiHeadAttention(config)"
 LAB_1 = 'sentence = "the cat sat on the mat because it was tired"'
 ONE_END = "tied = AttentionHead("  # the last cell of one_head
 MANY_QKV = "def qkv_parameters(heads):"  # the last cell before training
-MANY_END = "previous = pointer_head("
 ALL_END = "both = causal_mask(5) & padding_mask(lengths, 5)"
 LAB_1_END = 'glue("coref_weight"'
 
@@ -97,7 +97,6 @@ def many_text(new, linked=None):
 
 EDITS = [
     # one_head: the sentence, the sizes, the formula, the order
-    Edit("one_head", "default", until=ONE_END, notes=False),
     Edit(
         "one_head",
         "repeated word",
@@ -241,7 +240,6 @@ EDITS = [
         refuses="checkpoint folder 'path/to/bert' not found. Looked in",
     ),
     # many_heads: the sentence and its two words, the config, the layer
-    Edit("many_heads", "default", until=MANY_END, notes=False),
     Edit(
         "many_heads",
         "new sentence, words kept",
@@ -420,12 +418,11 @@ EDITS = [
     Edit(
         "many_heads",
         "50 training steps",
-        (change("losses = tr.train(", "steps=400", "steps=50"),),
-        until="print(f\"{'mean weight on':18}",
+        (change("runs = tr.heads_learn(", "steps=400", "steps=50"),),
+        until="note_unless(runs.split[0]",
         notes=True,
     ),
     # all_heads: the sizes, the input, the batched layer's steps, masks
-    Edit("all_heads", "default", until=ALL_END, notes=False),
     Edit(
         "all_heads",
         "one head",
@@ -564,7 +561,6 @@ EDITS = [
         refuses=r"hidden_state\[None\]",
     ),
     # labs, Lab 1: four hand-made heads on a sentence the reader chooses
-    Edit("labs", "default", until=LAB_1_END, notes=False),
     Edit(
         "labs",
         "another sentence and subject",
