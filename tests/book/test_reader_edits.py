@@ -543,7 +543,7 @@ EDITS = [
             change(
                 "tight = dict(",
                 "batched = batched_from_loop(loop)",
-                "batched = BatchedMultiHeadAttention(C, h)",
+                "batched = BatchedMultiHeadAttention(d, h)",
             ),
         ),
         refuses=r"use BatchedMultiHeadAttention\(BertConfig",

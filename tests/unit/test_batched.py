@@ -1,12 +1,16 @@
 """Section 3's batched layer: equal to the loop, to PyTorch and to BERT,
-with masks, across configurations from 768/12 down to one head."""
+with masks, across configurations from 768/12 down to one head; and the
+whole layer of its last section, with its mask and its dropout."""
 
 import pytest
 import torch
+import torch.nn.functional as F
+from transformers import BertConfig
 
 from mhabook import MultiHeadAttention
 from mhabook.layers.all_heads import (
     AttentionConfig,
+    AttentionLayer,
     BatchedMultiHeadAttention,
     batched_attention,
     batched_from_bert,
@@ -269,3 +273,100 @@ def test_an_input_that_is_not_batch_tokens_width_is_refused(
     layer = layer_class(AttentionConfig(8, 2))
     with pytest.raises(ValueError, match=rf"\(B, T, d\).*{fix}"):
         layer(torch.randn(shape))
+
+
+# The whole layer in one place: AttentionLayer, with dropout on the weights
+
+
+def whole_layer(batched, p):
+    config = AttentionConfig(
+        batched.output_linear.in_features, batched.num_heads, p
+    )
+    return copy_checked(AttentionLayer(config), batched.state_dict())
+
+
+MASKS = {
+    None: lambda: None,
+    "causal": lambda: causal_mask(7),
+    "padding": lambda: padding_mask([7, 3], 7),
+    "empty": lambda: padding_mask([7, 0], 7),
+}
+
+
+@pytest.mark.parametrize("mask", list(MASKS))
+def test_whole_layer_in_eval_is_the_batched_layer(layers, mask):
+    _, batched = layers
+    x, mask = inputs(batched), MASKS[mask]()
+    layer = whole_layer(batched, 0.5).eval()  # dropout off
+    out, weights = layer(x, mask)
+    expected, expected_weights = batched(x, mask)
+    torch.testing.assert_close(out, expected, **TIGHT)
+    torch.testing.assert_close(weights, expected_weights, **TIGHT)
+
+
+def test_whole_layer_hides_the_future_under_a_causal_mask():
+    torch.manual_seed(0)
+    layer = AttentionLayer(AttentionConfig(16, 4)).eval()
+    x = torch.randn(2, 6, 16)
+    later = x.clone()
+    later[:, 3:] = torch.randn(2, 3, 16)  # change tokens 3 to 5 only
+    out, weights = layer(x, causal_mask(6))
+    torch.testing.assert_close(
+        layer(later, causal_mask(6))[0][:, :3], out[:, :3]
+    )
+    assert not torch.allclose(layer(later)[0][:, :3], layer(x)[0][:, :3])
+    assert torch.all(weights[..., ~causal_mask(6)] == 0)
+
+
+def test_whole_layer_ignores_padding():
+    torch.manual_seed(0)
+    layer = AttentionLayer(AttentionConfig(16, 4)).eval()
+    x = torch.randn(2, 6, 16)
+    out, weights = layer(x, padding_mask([6, 2], 6))
+    assert torch.all(weights[1, ..., 2:] == 0)
+    torch.testing.assert_close(out[1, :2], layer(x[1:, :2])[0][0], **TIGHT)
+
+
+@pytest.mark.parametrize("mask", [None, "causal"])
+def test_whole_layer_drops_attention_weights_in_training(mask):
+    """Dropout acts on the (B, h, T, T) weights, at the config's rate: the
+    layer's output is what the weights, dropped by the same random draw,
+    give; the weights it returns are dropped and scaled by 1 / (1 - p)."""
+    torch.manual_seed(0)
+    p = 0.5
+    batched = BatchedMultiHeadAttention(AttentionConfig(16, 4))
+    layer = whole_layer(batched, p).train()
+    x, mask = torch.randn(2, 7, 16), MASKS[mask]()
+    torch.manual_seed(1)
+    out, weights = layer(x, mask)
+    softmax = batched(x, mask)[1]  # no dropout
+    torch.manual_seed(1)
+    dropped = F.dropout(softmax, p, training=True)  # the same draw
+    torch.testing.assert_close(weights, dropped, **TIGHT)
+    V = layer.qkv(x).view(2, 7, 3, 4, 4)[:, :, 2].transpose(1, 2)
+    context = (dropped @ V).transpose(1, 2).reshape(2, 7, 16)
+    torch.testing.assert_close(out, layer.output_linear(context), **TIGHT)
+    kept = weights != 0
+    assert 0.3 < 1 - kept[softmax > 0].float().mean() < 0.7  # about p
+    torch.testing.assert_close(weights[kept], softmax[kept] / (1 - p))
+    assert not torch.equal(layer(x, mask)[0], out)  # another draw
+
+
+def test_whole_layer_drops_everything_at_rate_one():
+    """p = 1 zeroes every weight, so only W^O's bias is left."""
+    layer = AttentionLayer(AttentionConfig(8, 2, 1.0)).train()
+    out, weights = layer(torch.randn(2, 3, 8))
+    assert torch.all(weights == 0)
+    torch.testing.assert_close(out, layer.output_linear.bias.expand(2, 3, -1))
+
+
+def test_whole_layer_reads_the_dropout_rate_of_its_config():
+    assert AttentionLayer(AttentionConfig(8, 2)).dropout.p == 0.0
+    bert = BertConfig(hidden_size=8, num_attention_heads=2)
+    assert AttentionLayer(bert).dropout.p == bert.attention_probs_dropout_prob
+    with pytest.raises(ValueError, match="such as 2 or 4"):
+        AttentionLayer(AttentionConfig(8, 3))
+    with pytest.raises(ValueError, match=r"expected \(T, T\)"):
+        AttentionLayer(AttentionConfig(8, 2))(
+            torch.randn(1, 3, 8), torch.ones(2, 2, dtype=torch.bool)
+        )

@@ -6,6 +6,7 @@ Every module here is generated from its notebook's `# @save` cells by
 
 from .all_heads import (
     AttentionConfig,
+    AttentionLayer,
     BatchedMultiHeadAttention,
     batched_from_bert,
     batched_from_loop,
@@ -23,6 +24,7 @@ from .sharing_kv import GroupedAttentionConfig, GroupedQueryAttention, KVCache
 __all__ = [
     "AttentionConfig",
     "AttentionHead",
+    "AttentionLayer",
     "BatchedMultiHeadAttention",
     "batched_from_bert",
     "batched_from_loop",

@@ -10,6 +10,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+# the checks the layers call: each refusal names the fix
 from mhabook.checks import check_bool_mask, check_weights, takes_config
 
 from .many_heads import MultiHeadAttention
@@ -17,10 +18,11 @@ from .many_heads import MultiHeadAttention
 
 @dataclass(frozen=True)
 class AttentionConfig:
-    """The two numbers an attention layer needs (BertConfig has them too)."""
+    """What an attention layer reads, by BertConfig's names."""
 
-    hidden_size: int
-    num_attention_heads: int
+    hidden_size: int  # d
+    num_attention_heads: int  # h
+    attention_probs_dropout_prob: float = 0.0  # dropout on the weights
 
 
 def batched_attention(Q, K, V, mask=None, need_weights=True):
@@ -63,24 +65,24 @@ class BatchedMultiHeadAttention(nn.Module):
 
     def __init__(self, config):
         super().__init__()
-        C, h = config.hidden_size, config.num_attention_heads
-        self.num_heads, self.head_dim = h, C // h  # h, d_k
-        # rows [0, C): every head's query, [C, 2C): keys, [2C, 3C): values
-        self.qkv = nn.Linear(C, 3 * C)
-        self.output_linear = nn.Linear(C, C)
+        d, h = config.hidden_size, config.num_attention_heads
+        self.num_heads, self.head_dim = h, d // h  # h, d_k
+        # rows [0, d): every head's query, [d, 2d): keys, [2d, 3d): values
+        self.qkv = nn.Linear(d, 3 * d)
+        self.output_linear = nn.Linear(d, d)  # W^O
 
     def forward(self, hidden_state, mask=None, need_weights=True):
-        B, T, C = hidden_state.shape
+        B, T, d = hidden_state.shape
         h, d_k = self.num_heads, self.head_dim
         mask = check_mask(mask, B, T)  # None or (B, 1, T, T)
         # 1. project: all heads' q, k and v in one matmul; the view splits
-        # 3C as the rows do: axis 2 picks q/k/v, axis 3 the head
+        # 3d as the rows do: axis 2 picks q/k/v, axis 3 the head
         qkv = self.qkv(hidden_state).view(B, T, 3, h, d_k)
         Q, K, V = qkv.permute(2, 0, 3, 1, 4)  # axes (q/k/v, B, h, T, d_k)
         # 2. attend: all heads at once
         context, weights = batched_attention(Q, K, V, mask, need_weights)
-        # 3. concat the heads, (B, T, C), and mix them with W^O
-        context = context.transpose(1, 2).reshape(B, T, C)
+        # 3. concat the heads, (B, T, d), and mix them with W^O
+        context = context.transpose(1, 2).reshape(B, T, d)
         return self.output_linear(context), weights
 
 
@@ -118,10 +120,10 @@ def loop_from_batched(batched):
 
 def torch_from_batched(batched):
     """torch.nn.MultiheadAttention holding a batched layer's weights."""
-    C, h = batched.output_linear.in_features, batched.num_heads
+    d, h = batched.output_linear.in_features, batched.num_heads
     weights = _named("in_proj_", batched.qkv)  # the same [q; k; v] rows
     weights |= _named("out_proj.", batched.output_linear)
-    reference = nn.MultiheadAttention(C, h, batch_first=True)
+    reference = nn.MultiheadAttention(d, h, batch_first=True)
     return copy_checked(reference, weights)
 
 
@@ -131,8 +133,8 @@ def batched_from_bert(bert_attention):
     parts = (attn.query, attn.key, attn.value)
     config = AttentionConfig(dense.in_features, attn.num_attention_heads)
     weights = _named("output_linear.", dense)
-    weights["qkv.weight"] = torch.cat([p.weight for p in parts])  # (3C, C)
-    weights["qkv.bias"] = torch.cat([p.bias for p in parts])  # (3C,)
+    weights["qkv.weight"] = torch.cat([p.weight for p in parts])  # (3d, d)
+    weights["qkv.bias"] = torch.cat([p.bias for p in parts])  # (3d,)
     return copy_checked(BatchedMultiHeadAttention(config), weights)
 
 
@@ -147,3 +149,35 @@ def padding_mask(lengths, num_tokens):
     lengths = torch.as_tensor(lengths)
     keys = torch.arange(num_tokens) < lengths[:, None]  # (B, T)
     return keys[:, None, :].expand(-1, num_tokens, -1)  # (B, T, T)
+
+
+@takes_config  # refuses a config or an input it cannot use, naming the fix
+class AttentionLayer(nn.Module):
+    """Multi-head self-attention in one place: every head at once, an
+    optional mask, dropout on the attention weights, and W^O."""
+
+    def __init__(self, config):
+        super().__init__()
+        d, h = config.hidden_size, config.num_attention_heads
+        self.num_heads, self.head_dim = h, d // h  # h, d_k
+        self.qkv = nn.Linear(d, 3 * d)  # W^Q, W^K and W^V of every head
+        self.dropout = nn.Dropout(config.attention_probs_dropout_prob)
+        self.output_linear = nn.Linear(d, d)  # W^O
+
+    def forward(self, hidden_state, mask=None):
+        B, T, d = hidden_state.shape
+        h, d_k = self.num_heads, self.head_dim
+        mask = check_mask(mask, B, T)  # None or (B, 1, T, T)
+        # 1. project: every head's queries, keys and values at once
+        qkv = self.qkv(hidden_state).view(B, T, 3, h, d_k)
+        Q, K, V = qkv.permute(2, 0, 3, 1, 4)  # 3 x (B, h, T, d_k)
+        # 2. attend: scores, mask, softmax, dropout, weighted sum
+        scores = Q @ K.transpose(-2, -1) / d_k**0.5  # (B, h, T, T)
+        if mask is not None:
+            scores = scores.masked_fill(~mask, float("-inf"))
+        weights = zero_empty_queries(scores.softmax(dim=-1), mask)
+        weights = self.dropout(weights)  # only in training
+        context = weights @ V  # (B, h, T, d_k)
+        # 3. concat the heads, (B, T, d), and mix them with W^O
+        context = context.transpose(1, 2).reshape(B, T, d)
+        return self.output_linear(context), weights
