@@ -83,13 +83,34 @@ def test_a_job_with_no_targets_is_a_clear_error():
         jobs.best_at([example()] * 4, nothing)
 
 
-def test_a_job_done_needs_most_of_the_attention_and_the_median_beaten():
-    def job(low, median):
-        return jobs.Job("x", 0, 0, low + 0.05, low, low + 0.1, 0.07, median, 8)
+def test_a_job_done_beats_both_baselines_twice_over_held_out():
+    def job(low, even, median):
+        return jobs.Job("x", 0, 0, low + 0.05, low, low + 0.1, even, median, 8)
 
-    assert job(0.6, 0.1).does_job
-    assert not job(0.45, 0.1).does_job  # not most of a word's attention
-    assert not job(0.6, 0.7).does_job  # the median head does as well
+    assert jobs.CLEAR == 2.0
+    assert job(0.6, 0.1, 0.1).does_job
+    assert job(0.31, 0.13, 0.07).does_job  # a [SEP] head: not half, clear
+    assert not job(0.31, 0.13, 0.07).over_half
+    assert not job(0.25, 0.13, 0.07).does_job  # under twice the even spread
+    assert not job(0.88, 0.13, 0.53).does_job  # the median head does much
+    assert job(0.88, 0.13, 0.53).over_half  # the same
+    assert job(0.88, 0.13, 0.53).bar == pytest.approx(1.06)
+
+
+def test_choose_on_odd_chooses_on_the_odd_examples_and_scores_the_even():
+    examples = [example() for _ in range(6)]  # PLANTED does the job
+    for ex in examples[1::2]:  # in the odd rows, head 0 of layer 0 does
+        ex["attention"][0, 0] = ex["attention"][PLANTED]
+        ex["attention"][PLANTED] = 1 / T
+    even = jobs.best_at(examples, jobs.previous_word)
+    assert (even.layer, even.head) == PLANTED
+    assert even.held_out == pytest.approx(1 / T)  # scored on the odd rows
+    odd = jobs.best_at(examples, jobs.previous_word, choose_on="odd")
+    assert (odd.layer, odd.head) == (0, 0)
+    assert odd.held_out == pytest.approx(1 / T)  # scored on the even rows
+    assert odd.n_examples == 3
+    with pytest.raises(ValueError, match="'even' or 'odd'"):
+        jobs.best_at(examples, jobs.previous_word, choose_on="first")
 
 
 def test_the_flies_verdict_reads_its_interval():
@@ -112,9 +133,14 @@ def test_the_figure_and_table_show_each_job():
     titles = [ax.get_title() for ax in fig.axes if ax.get_title()]
     assert titles[0] == "previous word\nlayer 1, head 2"
     assert len(titles) == len(found)
+    found[-1].inputs = "pairs"
     rows = gallery.table(found).data.splitlines()
     assert len(rows) == 2 + len(found)
     assert "| previous word | layer 1, head 2 | 1.00" in rows[2]
+    assert rows[2].endswith("| yes | yes |")  # twice both baselines, half
+    assert rows[3].endswith("| no | no |")  # next word: no head does it
+    assert "2× both baselines" in rows[0]
+    assert rows[-1].startswith("| same word, other sentence (on pairs) |")
     with pytest.raises(ValueError, match="one \\(T, T\\) map per job"):
         gallery.figure(example()["attention"], TOKENS, found, targets[:2])
 
@@ -188,6 +214,14 @@ def test_the_study_runs_on_a_random_bert_and_finds_no_job_there(tmp_path):
     assert study.first_on_pair == scores[0, first.layer, first.head].item()
     numbers = study.numbers()
     assert numbers["n_pairs"] == len(rh.load_table(rh.SETS["pairs"]))
+    # the jobs of one sentence read each sentence alone, the last the pairs
+    assert numbers["n_sentences"] == 2 * numbers["n_pairs"]
+    assert all(
+        len(set(ex["segments"].tolist())) == 1 for ex in study.sentences
+    )
+    assert [job.inputs for job in study.jobs] == ["sentences"] * 4 + ["pairs"]
+    assert numbers["n_sentence_jobs"] == 4
+    assert study.jobs_over_half == 0
     assert numbers["n_flies"] == len(rh.load_table(rh.SETS["flies"]))
     assert numbers["flies_score_low"] == flies.score.low
     assert numbers["same_score"] == same.score.mean

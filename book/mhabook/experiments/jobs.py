@@ -71,6 +71,8 @@ JOBS = {
     "[SEP]": special_token("[SEP]"),
     "same word, other sentence": same_word_other_sentence,
 }
+PAIR_JOBS = ("same word, other sentence",)  # need two sentences in one input
+CLEAR = 2.0  # a job is done clearly at this many times the larger baseline
 
 
 def job_shares(examples, job):
@@ -107,12 +109,24 @@ class Job:
     even: float  # an even spread's score on the odd examples
     median: float  # the median head's score on the odd examples
     n_examples: int  # odd examples in which some query word has a target
+    inputs: str = "sentences"  # what it was measured on, or "pairs"
+
+    @property
+    def bar(self):
+        """`CLEAR` times the larger baseline: the score to beat."""
+        return CLEAR * max(self.even, self.median)
 
     @property
     def does_job(self):
-        """Held out, its whole interval lies above one half (most of a
-        word's attention is on the targets) and above the median head."""
-        return self.low > 0.5 and self.low > self.median
+        """Held out, its whole interval lies above `bar`: it beats both
+        baselines, an even spread and the median head, CLEAR times over."""
+        return self.low > self.bar
+
+    @property
+    def over_half(self):
+        """Held out, its whole interval lies above one half: most of a
+        word's attention lands on the targets."""
+        return self.low > 0.5
 
 
 def nanmean0(values):
@@ -121,23 +135,28 @@ def nanmean0(values):
     return values[keep].mean(0), int(keep.sum())
 
 
-def best_at(examples, job, seed=0):
+def best_at(examples, job, seed=0, choose_on="even"):
     """A `Job`: the head with the highest score on the even examples, its
-    score on the odd ones with a 95% bootstrap interval, and baselines."""
+    score on the odd ones with a 95% bootstrap interval, and baselines.
+    choose_on="odd" chooses on the odd examples and scores on the even."""
+    if choose_on not in ("even", "odd"):
+        raise ValueError(f"choose_on is 'even' or 'odd', not {choose_on!r}")
+    other = "odd" if choose_on == "even" else "even"
+    first = 0 if choose_on == "even" else 1
     scores, even = job_shares(examples, job)
-    choose, n_choose = nanmean0(scores[0::2])
+    choose, n_choose = nanmean0(scores[first::2])
     if n_choose == 0:
         raise ValueError(
-            "no example of the even rows has a query word with a target "
-            "for this job: add sentences where the job applies"
+            f"no example of the {choose_on} rows has a query word with a "
+            f"target for this job: add sentences where the job applies"
         )
     layer, head = rh.best_head(choose)
-    odd, odd_even = scores[1::2], even[1::2]
+    odd, odd_even = scores[1 - first :: 2], even[1 - first :: 2]
     keep = ~torch.isnan(odd_even)
     if not keep.any():
         raise ValueError(
-            "no example of the odd rows has a query word with a target for "
-            "this job: add sentences where the job applies"
+            f"no example of the {other} rows has a query word with a target "
+            f"for this job: add sentences where the job applies"
         )
     odd, odd_even = odd[keep], odd_even[keep]
     held = odd[:, layer, head]  # (n,)
@@ -155,14 +174,36 @@ def best_at(examples, job, seed=0):
     )
 
 
-def gallery(examples, jobs=None):
+def gallery(examples, jobs=None, choose_on="even"):
     """[Job, ...]: the best head of each job in `jobs` (default JOBS)."""
     out = []
     for name, job in (jobs or JOBS).items():
-        result = best_at(examples, job)
+        result = best_at(examples, job, choose_on=choose_on)
         result.name = name
         out.append(result)
     return out
+
+
+def heads_with_jobs(model, tokenizer, choose_on="even"):
+    """(found, sentences, pairs): section 4's gallery. `found` holds each
+    job's `Job`; the jobs of one sentence are measured on each sentence of
+    book/data/claim1_pairs.tsv alone (its A's, then its B's: the halves
+    are the even and odd places in that list), those of PAIR_JOBS on its
+    pairs. choose_on="odd" chooses each head on the other half."""
+    columns = [list(c) for c in zip(*rh.load_table(rh.SETS["pairs"]))]
+    where = rh.set_path("pairs")
+    sentences = rh.run_examples(
+        model, tokenizer, sum(columns, []), None, where
+    )
+    pairs = rh.run_examples(model, tokenizer, *columns, where)
+    found = []
+    for name, job in JOBS.items():
+        on_pairs = name in PAIR_JOBS
+        examples = pairs if on_pairs else sentences
+        (result,) = gallery(examples, {name: job}, choose_on)
+        result.inputs = "pairs" if on_pairs else "sentences"
+        found.append(result)
+    return found, sentences, pairs
 
 
 # --- The study of section 4, in one call -----------------------------------
@@ -187,7 +228,8 @@ class RealHeads:
     jobs: list  # [Job, ...], in the order of JOBS
     targets: list  # one (T, T) bool per job, on the pair
     first_on_pair: float  # the first job's head, its score on the pair
-    pairs: list  # the examples of claim1_pairs.tsv the gallery measures
+    sentences: list  # each sentence of claim1_pairs.tsv alone
+    pairs: list  # the pairs of claim1_pairs.tsv
     n_flies: int  # pairs of flies_pairs.tsv
     flies: rh.FliesTest  # the head closest to the source's "flies" picture
     same_sense: rh.FliesTest  # that head where B repeats A (both verbs)
@@ -198,6 +240,10 @@ class RealHeads:
     @property
     def jobs_done(self):
         return sum(job.does_job for job in self.jobs)
+
+    @property
+    def jobs_over_half(self):
+        return sum(job.over_half for job in self.jobs)
 
     @property
     def sense_margins(self):
@@ -213,8 +259,12 @@ class RealHeads:
         first, flies, same = self.jobs[0], self.flies, self.same_sense
         return {
             "n_pairs": len(self.pairs),
+            "n_sentences": len(self.sentences),
             "n_jobs": len(self.jobs),
+            "n_sentence_jobs": len(self.jobs) - len(PAIR_JOBS),
             "jobs_done_n": self.jobs_done,
+            "over_half_n": self.jobs_over_half,
+            "clear": CLEAR,
             "first_layer": first.layer,
             "first_head": first.head,
             "first_on_pair": self.first_on_pair,
@@ -265,14 +315,12 @@ def chapter_difference(model, hidden_states, attention):
 
 def real_heads_results(model, tokenizer, text_a, text_b):
     """`RealHeads`: the pair (text_a, text_b) for the head view and the
-    gallery's maps; the gallery measured on book/data/claim1_pairs.tsv;
+    gallery's maps; the gallery of `heads_with_jobs`;
     the source's "flies" head on book/data/flies_pairs.tsv, and on the
     same pairs with B repeating A; the chapter's layers against the model."""
     pair = rh.run_example(model, tokenizer, text_a, text_b)
     attention, hidden_states = pair["attention"], pair["hidden_states"]
-    columns = list(zip(*rh.load_table(rh.SETS["pairs"])))  # A, B
-    pairs = rh.run_examples(model, tokenizer, *columns, rh.set_path("pairs"))
-    found = gallery(pairs)
+    found, sentences, pairs = heads_with_jobs(model, tokenizer)
     first, first_job = found[0], next(iter(JOBS.values()))
     on_pair = job_shares([pair], first_job)[0][0]  # (L, h)
     rows, where = rh.load_table(rh.SETS["flies"]), rh.set_path("flies")
@@ -288,6 +336,7 @@ def real_heads_results(model, tokenizer, text_a, text_b):
         jobs=found,
         targets=[job(pair) for job in JOBS.values()],
         first_on_pair=float(on_pair[first.layer, first.head]),
+        sentences=sentences,
         pairs=pairs,
         n_flies=len(flies),
         flies=test,

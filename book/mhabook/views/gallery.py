@@ -6,6 +6,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 from IPython.display import Markdown
 
+from ..experiments.jobs import CLEAR
+
 
 def figure(attention, tokens, jobs, targets):
     """Small multiples: for each job, its best head's attention map on one
@@ -63,18 +65,24 @@ def figure(attention, tokens, jobs, targets):
 
 
 def table(jobs):
-    """The gallery as a Markdown table, one row per job."""
+    """The gallery as a Markdown table, one row per job: the held-out
+    share beside its baselines, whether it beats both `CLEAR` times over
+    (the verdict), and, apart, whether it is over half."""
     lines = [
         "| job | best head | held-out share (95% interval) | even spread "
-        "| median head | does the job |",
-        "|---|---|---:|---:|---:|---|",
+        f"| median head | {CLEAR:g}× both baselines | over half |",
+        "|---|---|---:|---:|---:|---|---|",
     ]
     for job in jobs:
+        name = html.escape(job.name)
+        if job.inputs == "pairs":
+            name += " (on pairs)"
         lines.append(
-            f"| {html.escape(job.name)} | layer {job.layer}, head {job.head} "
+            f"| {name} | layer {job.layer}, head {job.head} "
             f"| {job.held_out:.2f} ({job.low:.2f}–{job.high:.2f}) "
             f"| {job.even:.2f} | {job.median:.2f} "
-            f"| {'yes' if job.does_job else 'no'} |"
+            f"| {'yes' if job.does_job else 'no'} "
+            f"| {'yes' if job.over_half else 'no'} |"
         )
     return Markdown("\n".join(lines))
 
