@@ -35,6 +35,7 @@ from mhabook.experiments.realheads import (
     same_sense_examples,
     segments_from_sep,
     share_on,
+    smallest_size,
     special_shares,
     twin_flips,
     twin_halves,
@@ -602,14 +603,25 @@ def test_a_head_that_picks_by_position_is_not_found():
     assert result.near_half == 2
 
 
-def test_the_power_curve_stops_at_the_first_size_with_80_percent():
+def test_the_power_curve_finds_the_smallest_size_with_80_percent():
     sizes, powers = power_curve(0.65, 16, sims=500)
-    assert sizes == [16 * k for k in range(1, len(sizes) + 1)]
-    assert powers[-1] >= 0.8 > max(powers[:-1])
+    assert sizes == sorted(sizes) and all(n % 2 == 0 for n in sizes)
+    multiples = [n for n in sizes if n % 16 == 0]
+    assert multiples == list(range(16, multiples[-1] + 1, 16))
+    assert powers[sizes.index(multiples[-1])] >= 0.8  # the first multiple
+    assert max(powers[: sizes.index(multiples[-2]) + 1]) < 0.8  # reaching
+    needed = smallest_size(sizes, powers)
+    assert multiples[-2] < needed <= multiples[-1]
+    assert powers[sizes.index(needed)] >= 0.8
+    assert needed - 2 in sizes  # one twin fewer was tried, and falls short
+    assert powers[sizes.index(needed - 2)] < 0.8
+    assert smallest_size(sizes, powers, target=1.01) is None
     result = pronouns_result(planted_pronouns(), draws=200, sims=500)
     assert result.power == powers[0] < 0.2  # weak on 16 held-out sentences
-    assert result.needed == sizes[-1]
+    assert result.needed == needed
     assert result.detectable > 0.65  # only a much better head is found
+    with pytest.raises(ValueError, match="even number"):
+        power_curve(0.65, 15)
 
 
 def test_claim_one_counts_replicating_heads_and_special_shares():
@@ -774,7 +786,7 @@ def outcomes(results):
 def test_the_page_finds_the_planted_claim_heads():
     found = outcomes(planted_results())
     assert found["claim_1"][0] == "all"  # the one head keeps to its own
-    assert found["claim_2"] == (True, "passes both held-out tests")
+    assert found["claim_2"] == (True, "replicates on both halves")
     assert found["claim_sense"][0] == "same"  # a head of position
     assert found["claim_coref"][0] is True
     assert found["norm_verdict"][0] is True
@@ -787,7 +799,7 @@ def test_the_page_verdicts_flip_when_the_planted_heads_are_removed():
     assert found["c2_forward"][0] is found["swap_holds"][0] is False
     assert found["claim_sense"][0] == "same"  # nothing to compare
     sense = outcomes(planted_results(control_head=None))["claim_sense"]
-    assert sense == ("more", "supported: the control scores lower")
+    assert sense == ("more", "the change of sense raises the score")
 
 
 RULE_OUTCOMES = {

@@ -962,17 +962,45 @@ def claim_two(flies, same_sense, draws=1000, seed=0):
 
 
 def power_curve(p, n_sentences, target=0.8, most=32, sims=2000, seed=0):
-    """(sizes, powers): `detection_power` of a head right with chance `p`
-    on 1, 2, 3, ... times `n_sentences` held-out sentences, up to the
-    first size whose power reaches `target` (or `most` times); `sims`
-    simulated heads each."""
-    sizes, powers = [], []
+    """(sizes, powers), sizes ascending: `detection_power` of a head right
+    with chance `p` on 1, 2, 3, ... times `n_sentences` held-out sentences,
+    up to the first multiple whose power reaches `target` (or `most`
+    times); then, between that multiple and the one before, halving the gap
+    in whole twins (2 sentences), the smallest size that reaches `target`
+    (power taken to grow with size). `sims` simulated heads each, the same
+    draws at every size, so that the curve is smooth."""
+    if n_sentences < 2 or n_sentences % 2:
+        raise ValueError(
+            f"n_sentences is {n_sentences}: pass an even number of held-out "
+            f"sentences, whole twins"
+        )
+    tried = {}
+
+    def power(n):
+        if n not in tried:
+            tried[n] = detection_power(p, n, sims=sims, seed=seed)
+        return tried[n]
+
+    low, high = 0, None
     for times in range(1, most + 1):
-        sizes.append(times * n_sentences)
-        powers.append(detection_power(p, sizes[-1], sims=sims, seed=seed))
-        if powers[-1] >= target:
+        if power(times * n_sentences) >= target:
+            high = times * n_sentences
             break
-    return sizes, powers
+        low = times * n_sentences
+    while high is not None and high - low > 2:
+        middle = low + (high - low) // 4 * 2  # whole twins
+        if power(middle) >= target:
+            high = middle
+        else:
+            low = middle
+    sizes = sorted(tried)
+    return sizes, [tried[n] for n in sizes]
+
+
+def smallest_size(sizes, powers, target=0.8):
+    """The smallest of `sizes` whose power reaches `target` (None if none
+    does): from `power_curve`, the held-out sentences a test needs."""
+    return next((n for n, pw in zip(sizes, powers) if pw >= target), None)
 
 
 @dataclass(frozen=True)
@@ -992,14 +1020,15 @@ class Pronouns:
     n_confirm: int
     clark: float  # the rate of Clark et al.'s head: 0.65
     power: float  # against a head right `clark` of the time, held out
-    sizes: list  # held-out sentences tried, in whole multiples
+    sizes: list  # held-out sentences tried (`power_curve`), ascending
     powers: list  # the power at each
     detectable: float  # the lowest rate found 80% of the time, held out
 
     @property
     def needed(self):
-        """Held-out sentences for 80% power at `clark` (the last size)."""
-        return self.sizes[-1]
+        """Held-out sentences for 80% power at `clark`: the smallest size
+        tried that reaches it (the largest tried if none does)."""
+        return smallest_size(self.sizes, self.powers) or self.sizes[-1]
 
 
 def pronouns_result(pronouns, clark=0.65, draws=1000, sims=2000, seed=0):
@@ -1026,7 +1055,7 @@ def pronouns_result(pronouns, clark=0.65, draws=1000, sims=2000, seed=0):
         n_choose=pt["n_choose"],
         n_confirm=n,
         clark=clark,
-        power=powers[0],
+        power=powers[sizes.index(n)],
         sizes=sizes,
         powers=powers,
         detectable=detectable,

@@ -160,13 +160,8 @@ def page_numbers(results):
         "c1_chance": 0.025 * c1.candidates,  # odd intervals above by luck
         "cls_share": c1.cls_share,
         "sep_share": c1.sep_share,
-        "within_mean": c1.within,
         "halves_r": c1.halves_r,
         "halves_bar": c1.halves_bar,
-        "ratio_typical": c1.typical,
-        "ratio_low": c1.low,
-        "ratio_high": c1.high,
-        "ratio_median": c1.ratio_all.median().item(),
         # claim 2: the best head of all layers, chosen on the even pairs
         "best_layer": best.layer,
         "best_head": best.head,
@@ -202,7 +197,6 @@ def page_numbers(results):
         "p_power": p.power,
         "p_needed": p.needed,
         "p_times": p.needed / p.n_confirm,
-        "p_detectable": p.detectable,
         # value norms
         "norm_weight": results.by_weight.mean().item(),
         "norm_norm": results.by_norm.mean().item(),
@@ -250,8 +244,8 @@ def page_verdicts(results):
             "all_above",
             (best.pattern_margins + swapped.pattern_margins, 0),
             {
-                True: "passes both held-out tests",
-                False: "is not shown on both held-out halves",
+                True: "replicates on both halves",
+                False: "replicates on at most one half",
             },
         ),
         ("c2_forward", "all_above", (best.pattern_margins, 0), passes),
@@ -272,7 +266,10 @@ def page_verdicts(results):
                 ],
                 0,
             ),
-            {True: "clear both", False: "do not clear both"},
+            {
+                True: "both halves",
+                False: "at most one half",
+            },
         ),
         (
             "c2_upper",
@@ -289,9 +286,9 @@ def page_verdicts(results):
             "compare",
             (c2.sense.low, c2.sense.high, 0, 0),
             {
-                "more": "supported: the control scores lower",
-                "same": "not shown: no clear difference",
-                "less": "not supported: the control scores higher",
+                "more": "the change of sense raises the score",
+                "same": "no evidence that the head reads sense",
+                "less": "no evidence that the head reads sense",
             },
         ),
         (
