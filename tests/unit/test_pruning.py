@@ -427,3 +427,76 @@ def test_a_hook_for_a_head_that_does_not_exist_is_refused_with_the_range():
     hook = zero_heads_hook([1], 4)  # in range: slice 1 of 4 zeroed
     (out,) = hook(None, (torch.ones(1, 2, 8),))
     assert out[0, 0].tolist() == [1, 1, 0, 0, 1, 1, 1, 1]
+
+
+def test_variants_side_by_side_equal_each_run_alone_with_the_hooks():
+    """V variants in one batch (keep: (V, L, h)) give what each gives
+    with heads_removed on the model, from any start layer."""
+    from mhabook.experiments.embedding import sentence_embeddings
+
+    model, tokenizer = (
+        tiny_bert(num_attention_heads=4, hidden_size=16),
+        (tiny_tokenizer()),
+    )
+    text = PAIR + ["fruit", "time flies time flies", "arrow time", "time"]
+    batch = SentenceBatch(model, tokenizer, text, batch_size=2)
+    removed = [[(1, 0)], [(1, 1), (1, 3)], [], [(1, 0), (1, 1), (1, 2)]]
+    keep = torch.ones(len(removed), 2, 4)
+    for v, pairs in enumerate(removed):
+        for layer, head in pairs:
+            keep[v, layer, head] = 0.0
+    together = batch.embeddings(1, keep)  # (V, N, C)
+    assert together.shape == (4, len(text), 16)
+    for v, pairs in enumerate(removed):
+        with heads_removed(model, pairs):
+            alone = sentence_embeddings(model, tokenizer, text)
+        assert torch.allclose(together[v], alone, atol=1e-5), v
+    assert not torch.allclose(together[0], together[1], atol=1e-3)
+    with pytest.raises(ValueError, match="start at the first layer"):
+        batch.embeddings(1, torch.zeros(1, 2, 4))
+
+
+def test_probe_many_equals_one_set_at_a_time_in_the_order_given():
+    model, tokenizer = (
+        tiny_bert(num_attention_heads=4, hidden_size=16),
+        (tiny_tokenizer()),
+    )
+    probe = Probe(model, tokenizer, PAIR + ["fruit arrow", "time"])
+    sets = [[(1, 2)], [], [(0, 0), (1, 1)], [(0, 3)]]
+    many = probe.many(sets, at_once=3)  # two batches, by first layer
+    for v, pairs in enumerate(sets):
+        with heads_removed(model, pairs):
+            expected = sentence_embeddings(
+                model, tokenizer, PAIR + ["fruit arrow", "time"]
+            )
+        assert torch.allclose(many[v], expected, atol=1e-5), v
+    assert torch.equal(many[1], probe.reference)
+
+
+def test_batches_hold_one_length_each_so_nothing_is_padded():
+    model, tokenizer = tiny_bert(), tiny_tokenizer()
+    text = ["time", "time flies", "fruit", "arrow flies", "time", "fruit"]
+    batch = SentenceBatch(model, tokenizer, text, batch_size=2)
+    for tokens, _ in batch.chunks:
+        assert tokens["attention_mask"].all()
+    assert len(batch.chunks) == 3  # 4 one-word sentences in 2, then 2
+
+
+def test_attention_shares_by_length_equal_one_padded_batch():
+    from mhabook.experiments.pruning import attention_shares_by_length
+
+    model, tokenizer = tiny_bert(), tiny_tokenizer()
+    text = PAIR + ["fruit", "time flies time flies"]
+    batch = tokenizer(text, padding=True, return_tensors="pt")
+    with torch.inference_mode():
+        attentions = model(**batch, output_attentions=True).attentions
+    special = [tokenizer.cls_token_id, tokenizer.sep_token_id]
+    padded = attention_shares(
+        torch.stack(attentions),
+        batch["input_ids"],
+        batch["attention_mask"],
+        special,
+    )
+    by_length = attention_shares_by_length(model, tokenizer, text, special)
+    for name in padded:
+        assert torch.allclose(by_length[name], padded[name], atol=1e-5)

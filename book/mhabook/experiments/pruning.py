@@ -5,7 +5,11 @@ projection W^O (section 2). Zeroing that slice removes the head: it is the
 head mask of Michel et al. (2019). `heads_removed` does it with forward
 pre-hooks on each block's W^O, so the model's code and weights stay
 untouched; it is taught in a `# @save` cell of heads_needed.ipynb.
-`heads_needed_results` makes every measurement that page states.
+`heads_needed_results` makes every measurement that page states. To keep
+it cheap, the many models with heads removed run side by side in one batch
+(`Probe.many`, a (V, L, h) mask of kept heads), from the first layer they
+change, on sentences batched by length (no padding); each distinct set of
+heads is run once.
 
 Shape letters: B batch, T tokens, C hidden size, h heads, d_k = C // h,
 L layers, N sentences.
@@ -22,7 +26,7 @@ import torch.nn.functional as F
 
 from mhabook.layers.all_heads import batched_from_bert
 from mhabook.layers.heads_needed import (
-    heads_removed,
+    group_by_layer,
     without_head,
     zero_heads_hook,
 )
@@ -32,14 +36,14 @@ class SentenceBatch:
     """Sentences tokenized once, with what enters each layer of the full
     model recorded, so a change to layer l re-runs layers l..L-1 only.
 
-    Sentences of similar length share a batch, so little time goes on
+    Sentences of the same length share a batch, so no time goes on
     padding. The layers' inputs are recorded with forward pre-hooks during
     one run of the model itself: the attention mask passed on is the
     model's own. `recorded` holds that run's embeddings (those of
     `embeddings()` with the hooks the model had then).
     """
 
-    def __init__(self, model, tokenizer, sentences, batch_size=32):
+    def __init__(self, model, tokenizer, sentences, batch_size=64):
         if not sentences:
             raise ValueError("no sentences: pass a non-empty list")
         self.layers = model.base_model.encoder.layer
@@ -48,9 +52,12 @@ class SentenceBatch:
         self.unsort = torch.tensor(order).argsort()  # back to input order
         self.chunks = []  # (tokenized batch, what entered each layer)
         pooled = []
-        for first in range(0, len(order), batch_size):
-            picked = [sentences[i] for i in order[first : first + batch_size]]
-            batch = tokenizer(picked, padding=True, return_tensors="pt")
+        for picked in _same_length(order, lengths, batch_size):
+            batch = tokenizer(
+                [sentences[i] for i in picked],
+                padding=True,
+                return_tensors="pt",
+            )
             inputs, last = self._record(model, batch)
             self.chunks.append((batch, inputs))
             pooled.append(self._pool(last, batch))
@@ -87,18 +94,91 @@ class SentenceBatch:
         mask = mask.to(hidden.dtype)
         return (hidden * mask).sum(1) / mask.sum(1)  # (B, C)
 
-    def embeddings(self, start=0):
+    def embeddings(self, start=0, keep=None):
         """(N, C): mean-pooled last hidden states, running the model's
-        layers from `start` on (with whatever hooks are on them)."""
+        layers from `start` on (with whatever hooks are on them).
+
+        keep: an optional (V, L, h) tensor of ones and zeros, one variant
+        of the model per row: head i of layer l is removed in variant v
+        where keep[v, l, i] is 0. The V variants run as one batch, and the
+        result is (V, N, C). Heads in layers before `start` must be kept.
+        """
+        if keep is None:
+            return self._run(start, None)[0]
+        if start > 0 and not keep[:, :start].all():
+            raise ValueError(
+                f"heads removed before layer {start} would be skipped: "
+                f"start at the first layer that loses a head"
+            )
+        return self._run(start, keep)
+
+    def _run(self, start, keep):
+        V = 1 if keep is None else keep.shape[0]
         pooled = []
         for batch, inputs in self.chunks:
             args, kwargs = inputs[start]
-            hidden = args[0]  # (B, T, C): what entered layer `start`
+            B = args[0].shape[0]
+            args, kwargs = _repeat((args, kwargs), B, V)
+            hidden = args[0]  # (V B, T, C): what entered layer `start`
             with torch.inference_mode():
-                for layer in self.layers[start:]:
-                    hidden = layer(hidden, *args[1:], **kwargs)  # (B, T, C)
-            pooled.append(self._pool(hidden, batch))  # (B, C)
-        return torch.cat(pooled)[self.unsort]  # (N, C)
+                for layer, block in enumerate(self.layers[start:], start):
+                    if keep is None or keep[:, layer].all():
+                        hidden = block(hidden, *args[1:], **kwargs)
+                        continue
+                    dense = block.attention.output.dense
+                    handle = dense.register_forward_pre_hook(
+                        _variants_hook(keep[:, layer])
+                    )
+                    try:
+                        hidden = block(hidden, *args[1:], **kwargs)
+                    finally:
+                        handle.remove()
+            hidden = hidden.view(V, B, *hidden.shape[1:])  # (V, B, T, C)
+            pooled.append(torch.stack([self._pool(x, batch) for x in hidden]))
+        return torch.cat(pooled, dim=1)[:, self.unsort]  # (V, N, C)
+
+
+def _same_length(order, lengths, batch_size):
+    """Runs of `order` (indices sorted by length) of one length each, at
+    most `batch_size` long: batches that need no padding."""
+    picked = []
+    for i in order:
+        if picked and (
+            lengths[i] != lengths[picked[0]] or len(picked) == batch_size
+        ):
+            yield picked
+            picked = []
+        picked.append(i)
+    yield picked
+
+
+def _repeat(value, B, V):
+    """`value` (tensors nested in tuples, lists and dicts) with every
+    tensor whose first dimension is the batch B repeated V times."""
+    if V == 1:
+        return value
+    if isinstance(value, torch.Tensor) and value.dim() and len(value) == B:
+        return value.repeat(V, *[1] * (value.dim() - 1))  # (V B, ...)
+    if isinstance(value, (tuple, list)):
+        return type(value)(_repeat(x, B, V) for x in value)
+    if isinstance(value, dict):
+        return {k: _repeat(x, B, V) for k, x in value.items()}
+    return value
+
+
+def _variants_hook(keep):
+    """A forward pre-hook for W^O on a batch of V variants stacked
+    (variant-major): keep (V, h) says which heads each variant keeps."""
+
+    def hook(module, args):
+        (context,) = args  # (V B, T, C)
+        VB, T, C = context.shape
+        V, h = keep.shape
+        per_head = context.view(V, VB // V, T, h, C // h)
+        per_head = per_head * keep[:, None, None, :, None].to(context.dtype)
+        return (per_head.view(VB, T, C),)
+
+    return hook
 
 
 def cosines(reference, changed):
@@ -187,6 +267,29 @@ def attention_shares(attention, input_ids, attention_mask, special_ids):
     return shares
 
 
+def attention_shares_by_length(model, tokenizer, sentences, special_ids):
+    """`attention_shares` over all `sentences`, run in batches of one
+    length each (no padding), each batch weighted by its tokens."""
+    lengths = [len(ids) for ids in tokenizer(list(sentences))["input_ids"]]
+    order = sorted(range(len(sentences)), key=lengths.__getitem__)
+    total, count = {}, 0
+    for picked in _same_length(order, lengths, 64):
+        batch = tokenizer([sentences[i] for i in picked], return_tensors="pt")
+        with torch.inference_mode():
+            attentions = model(**batch, output_attentions=True).attentions
+        shares = attention_shares(
+            torch.stack(attentions),  # (L, B, h, T, T)
+            batch["input_ids"],
+            batch["attention_mask"],
+            special_ids,
+        )
+        tokens = int(batch["attention_mask"].sum())
+        for name, share in shares.items():
+            total[name] = total.get(name, 0) + share * tokens
+        count += tokens
+    return {name: value / count for name, value in total.items()}
+
+
 def rank_correlation(a, b):
     """Spearman's rank correlation of two same-shape tensors (no ties)."""
     ranks = [x.flatten().argsort().argsort().double() for x in (a, b)]
@@ -242,9 +345,36 @@ class Probe:
     def embeddings(self, removed):
         """(N, C): the set's embeddings without `removed` (layer, head)
         pairs; the layers before the first one touched are not re-run."""
-        start = min((layer for layer, _ in removed), default=0)
-        with heads_removed(self.model, removed):
-            return self.batch.embeddings(start)
+        return self.many([removed])[0]
+
+    def many(self, removed_sets, at_once=16):
+        """(V, N, C): the set's embeddings without each of V lists of
+        (layer, head) pairs. Variants run side by side in one batch, at
+        most `at_once` at a time; each batch starts at the first layer
+        any of its variants touches."""
+        layers = self.batch.layers
+        L = len(layers)
+        h = self.model.config.num_attention_heads
+        keep = torch.ones(len(removed_sets), L, h)
+        for v, removed in enumerate(removed_sets):
+            for layer, found in group_by_layer(removed, L, h).items():
+                keep[v, layer, found] = 0.0
+        first = [
+            int(row.all(-1).logical_not().nonzero()[0]) if not row.all() else L
+            for row in keep
+        ]  # the first layer each variant touches (L: none)
+        by_start = sorted(range(len(removed_sets)), key=first.__getitem__)
+        out = [None] * len(removed_sets)
+        for k in range(0, len(by_start), at_once):
+            picked = by_start[k : k + at_once]
+            start = min(first[v] for v in picked)
+            if start == L:  # nothing removed: the reference
+                changed = self.reference.expand(len(picked), -1, -1)
+            else:
+                changed = self.batch.embeddings(start, keep[picked])
+            for v, x in zip(picked, changed):
+                out[v] = x
+        return torch.stack(out)  # (V, N, C)
 
     def cosines(self, removed):
         """(N,): each sentence's cosine with its full-model embedding."""
@@ -357,6 +487,11 @@ class HeadsNeeded:
         return [fidelity for fidelity, _ in self.random_half]
 
 
+def _key(removed):
+    """A set of (layer, head) pairs as a dictionary key."""
+    return frozenset((int(layer), int(i)) for layer, i in removed)
+
+
 def _random_order(heads, seed):
     g = torch.Generator().manual_seed(seed)
     return [heads[int(k)] for k in torch.randperm(len(heads), generator=g)]
@@ -409,10 +544,23 @@ def heads_needed_results(
     heads = [(layer, i) for layer in range(L) for i in range(h)]
     exact = exact_removal(model, tokenizer, example, 0, h // 4)
 
-    # 2. each head alone, on the chosen sentences
+    # 2. each head alone, and each whole layer, on the chosen sentences:
+    # layer l's h + 1 variants run side by side from layer l on
     choose = Probe(model, tokenizer, chosen)
-    per_sentence = torch.stack([choose.cosines([x]) for x in heads])
-    per_sentence = per_sentence.view(L, h, -1)  # (L, h, s)
+    alone = torch.stack(
+        [
+            cosines(
+                choose.reference,
+                choose.many(
+                    [[(layer, i)] for i in range(h)]
+                    + [[(layer, i) for i in range(h)]]
+                ),
+            )
+            for layer in range(L)
+        ]
+    )  # (L, h + 1, s): one head removed, then the whole layer
+    per_sentence = alone[:, :h]  # (L, h, s)
+    layer_loss = (1 - alone[:, h].mean(-1)).tolist()  # (L,)
     importance = 1 - per_sentence.mean(-1)  # (L, h)
     layer_drop = importance.mean(-1)  # (L,)
     g = torch.Generator().manual_seed(0)
@@ -436,76 +584,68 @@ def heads_needed_results(
     paraphrase = Probe(
         model, tokenizer, [r[c] for c in range(3) for r in rows]
     )
+    order = [heads[int(k)] for k in importance.flatten().argsort()]
+    coarse = list(range(0, L * h + 1, max(1, L * h // 4)))
+    steps = list(range(0, L * h + 1, h))
+    layer_order = sorted(range(L), key=layer_loss.__getitem__)
+    whole = [(layer, i) for layer in layer_order for i in range(h)]
+    half = L * h // 2
+    orders = [_random_order(heads, i) for i in range(max(n_orders, n_curves))]
+    rest_heads = [x for x in heads if x[0] != top]
+    rest_orders = [
+        _random_order(rest_heads, 1000 + i)[:half] for i in range(n_orders)
+    ]
 
     # Curves, orders and comparisons meet the same sets of heads again
-    # (none, all, a layer, the least important layer's worth): each set's
-    # embeddings are computed once. No head removed is the reference.
-    computed = {frozenset(): paraphrase.reference}
-
-    def changed_by(removed):
-        key = frozenset((int(layer), int(i)) for layer, i in removed)
-        if key not in computed:
-            computed[key] = paraphrase.embeddings(removed)  # (3n, C)
-        return computed[key]
+    # (none, all, a layer, the least important layer's worth): every set
+    # is listed first, and each distinct one is run once, side by side.
+    wanted = (
+        [heads, order[:half]]
+        + [order[:k] for k in steps]
+        + [whole[:k] for k in steps]
+        + [orders[i][:k] for i in range(n_curves) for k in coarse]
+        + [orders[i][:half] for i in range(n_orders)]
+        + rest_orders
+    )
+    keys = list(dict.fromkeys(_key(removed) for removed in wanted))
+    computed = dict(zip(keys, paraphrase.many([list(k) for k in keys])))
 
     def cosines_without(removed):
-        return cosines(paraphrase.reference, changed_by(removed))  # (3n,)
+        changed = computed[_key(removed)]  # (3n, C)
+        return cosines(paraphrase.reference, changed)  # (3n,)
 
     def measure(removed):
-        changed = changed_by(removed)  # (3n, C)
+        changed = computed[_key(removed)]  # (3n, C)
         right = paraphrase_rows(*changed.view(3, n, -1)).float().mean()
         return cosines_without(removed).mean().item(), right.item()
 
     right_full = paraphrase_rows(*paraphrase.reference.view(3, n, -1))
-    no_heads = changed_by(heads)  # (3n, C)
+    no_heads = computed[_key(heads)]  # (3n, C)
     right_none = paraphrase_rows(*no_heads.view(3, n, -1))
     right_words = overlap_rows(rows)
     task_full, task_none, word_score = (
         r.float().mean().item() for r in (right_full, right_none, right_words)
     )
-    fidelity_none = cosines(paraphrase.reference, no_heads).mean().item()
     vs_words = paired_counts(right_full, right_words)
     vs_none = paired_counts(right_full, right_none)
-    ends = {0: measure([]), L * h: (fidelity_none, task_none)}
-
-    order = [heads[int(k)] for k in importance.flatten().argsort()]
-    coarse = list(range(0, L * h + 1, max(1, L * h // 4)))
 
     def curve(removal_order, counts):
-        return {k: ends.get(k) or measure(removal_order[:k]) for k in counts}
+        return {k: measure(removal_order[:k]) for k in counts}
 
-    by_importance = curve(order, range(0, L * h + 1, h))
-    by_random = [
-        curve(_random_order(heads, i), coarse) for i in range(n_curves)
-    ]
-    layer_loss = [
-        1 - choose.fidelity([(layer, i) for i in range(h)])
-        for layer in range(L)
-    ]
-    layer_order = sorted(range(L), key=layer_loss.__getitem__)
-    whole = [(layer, i) for layer in layer_order for i in range(h)]
-    by_layers = curve(whole, range(0, L * h + 1, h))
+    by_importance = curve(order, steps)
+    by_random = [curve(orders[i], coarse) for i in range(n_curves)]
+    by_layers = curve(whole, steps)
 
     limit = task_full - 0.5 / n  # below this, the task has lost a row
 
-    half = L * h // 2
-    fid_half = (by_importance.get(half) or measure(order[:half]))[0]
-    random_half = [
-        by_random[i][half]
-        if i < n_curves and half in coarse
-        else measure(_random_order(heads, i)[:half])
-        for i in range(n_orders)
-    ]
+    fid_half = measure(order[:half])[0]
+    random_half = [measure(orders[i][:half]) for i in range(n_orders)]
     top_removed = [
-        sum(layer == top for layer, _ in _random_order(heads, i)[:half])
+        sum(layer == top for layer, _ in orders[i][:half])
         for i in range(n_orders)
     ]
-    rest_heads = [x for x in heads if x[0] != top]
     rest_half = [
-        cosines_without(_random_order(rest_heads, 1000 + i)[:half])
-        .mean()
-        .item()
-        for i in range(n_orders)
+        cosines_without(removed).mean().item() for removed in rest_orders
     ]
     # a whole layer against as many heads least important first, by row
     diff = cosines_without(whole[:h]) - cosines_without(order[:h])
@@ -516,13 +656,10 @@ def heads_needed_results(
     )
 
     # 4. what the heads attend to, on all the sentences
-    batch = tokenizer(list(sentences), padding=True, return_tensors="pt")
-    with torch.inference_mode():
-        attentions = model(**batch, output_attentions=True).attentions
-    shares = attention_shares(
-        torch.stack(attentions),  # (L, N, h, T, T)
-        batch["input_ids"],
-        batch["attention_mask"],
+    shares = attention_shares_by_length(
+        model,
+        tokenizer,
+        sentences,
         [tokenizer.cls_token_id, tokenizer.sep_token_id],
     )
     g = torch.Generator().manual_seed(1)
