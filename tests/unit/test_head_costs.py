@@ -6,6 +6,7 @@ from types import SimpleNamespace
 import matplotlib
 import torch
 
+from mhabook.experiments import costs
 from mhabook.experiments.costs import Accounting, PairedRatio, Term
 from mhabook.views import head_costs
 
@@ -114,3 +115,26 @@ def test_timing_tables_hold_both_tables():
     text = head_costs.timing_tables(record).data
     assert "ratio of times (95% interval)" in text
     assert "| the rest | +1.000 | +0.500 to +2.000 |" in text
+
+
+def test_page_numbers_read_the_right_fields_of_a_record(monkeypatch):
+    """On a tiny record whose column j takes (j + 1) ms: at h = 4 the loop
+    takes 4 ms, the batched layer 5 and the fused path 6."""
+
+    def planted(fns, repeats, min_run_time):
+        fns = list(fns)
+        columns = torch.arange(1, len(fns) + 1, dtype=torch.float64)
+        return columns.expand(repeats, len(fns)) * 1e-3
+
+    monkeypatch.setattr(costs, "time_interleaved", planted)
+    record = costs.head_costs_results(16, (1, 4), (5, 9), repeats=3)
+    numbers = head_costs.page_numbers(record)
+    assert (numbers["few"], numbers["most"]) == (1, 4)
+    assert (numbers["short"], numbers["long"]) == (5, 9)
+    assert numbers["ratio_short"] == "1.25 (1.25 to 1.25)"  # 5 / 4
+    assert numbers["fused_ratio_short"] == "1.20 (1.20 to 1.20)"  # 6 / 5
+    assert numbers["fused_ratio"] == "1.20 (1.20 to 1.20)"
+    assert numbers["ops_batched_few"] == record.ops["batched", 1]
+    assert numbers["ops_batched_most"] == record.ops["batched", 4]
+    assert numbers["ops_batched_most"] - numbers["ops_batched_few"] == 1
+    assert numbers["num_params"] == f"{4 * (16 * 16 + 16):,}"

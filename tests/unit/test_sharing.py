@@ -2,7 +2,7 @@
 references, the timing of decoding steps, the memory of the cache, the one
 results call, and the page's figures and tables (mhabook.views.sharing)."""
 
-import dataclasses
+from types import SimpleNamespace
 
 import matplotlib
 import pytest
@@ -93,13 +93,22 @@ def test_time_decoding_reads_the_planted_costs(monkeypatch):
     assert timing.without.shape == timing.cached.shape == (3, 3)
     assert timing.speedup.median == pytest.approx(1e-7 * 256 / 116e-6)
     assert timing.growth_without.median == pytest.approx(4.0)
-    assert timing.growth_with.median == pytest.approx(116e-6 / 108e-6)
-    fit = timing.fit  # the planted a = 100 µs and b = 1 µs per token
-    assert (fit.a, fit.a_low, fit.a_high) == pytest.approx((100e-6,) * 3)
-    assert (fit.b, fit.b_low, fit.b_high) == pytest.approx((1e-6,) * 3)
-    assert fit.growing(16) == pytest.approx((16e-6,) * 3)
-    # a = 100 µs against b S = 4 µs and 16 µs: a is the larger, exactly
-    assert [fit.larger_part(S) for S in lengths] == ["more"] * 3
+    assert timing.growth_with.median == pytest.approx(116e-6 / 104e-6)
+    # at each S: the medians of the planted steps, paired ratios of them
+    cached = [(100 + S) * 1e-6 for S in lengths]
+    for S, off, on, ratio, step in zip(
+        lengths,
+        timing.without_steps,
+        timing.cached_steps,
+        timing.speedups,
+        cached,
+    ):
+        assert (off.median, off.low, off.high) == pytest.approx(
+            (1e-7 * S**2,) * 3
+        )
+        assert (on.median, on.low, on.high) == pytest.approx((step,) * 3)
+        assert ratio.median == pytest.approx(1e-7 * S**2 / step)
+    assert timing.speedup is timing.speedups[-1]
     assert timing.half == 8
 
 
@@ -117,21 +126,6 @@ def test_time_decoding_says_what_lengths_it_needs(lengths, repeats):
         sharing.time_decoding(16, 4, 2, lengths, repeats)
 
 
-def test_fit_line_finds_a_planted_line_and_its_spread():
-    lengths = (2, 4, 8)
-    S = torch.tensor(lengths, dtype=torch.float64)
-    noise = torch.tensor([[0.0], [1.0], [-1.0], [2.0], [-2.0]])  # (5, 1)
-    fit = sharing.fit_line(lengths, 3.0 + 0.5 * S + 0.1 * noise)
-    assert (fit.a, fit.b) == pytest.approx((3.0, 0.5))  # the medians
-    assert fit.a_low < 3.0 < fit.a_high and fit.a_high - fit.a_low > 0.1
-    assert fit.b_low == pytest.approx(0.5) == fit.b_high  # noise: a shift
-    assert sharing.fit_line(lengths, 3.0 + 0.5 * S.repeat(4, 1)).a == (
-        pytest.approx(3.0)
-    )
-    with pytest.raises(ValueError, match="2 different lengths"):
-        sharing.fit_line((4, 4), torch.ones(3, 2))
-
-
 def test_the_memory_of_the_cache():
     assert sharing.kv_cache_bytes(2, 3, 4, 5, bytes_per_number=1) == 240
     memory = sharing.memory()
@@ -145,7 +139,14 @@ def test_the_memory_of_the_cache():
     assert memory.mistral_window_mib == 512
 
 
-def test_sharing_results_makes_every_part_on_a_tiny_bert():
+def test_sharing_results_makes_every_part_on_a_tiny_bert(monkeypatch):
+    monkeypatch.setattr(  # without: S^2 µs; cached: 1 µs at every S
+        sharing,
+        "time_interleaved",
+        lambda fns, repeats, min_run_time: planted_times(
+            (2, 4), repeats, a=1e-6, b=0.0, c=1e-6
+        ),
+    )
     model = tiny_bert(num_attention_heads=4)
     sentences = ["time flies", "fruit flies like an arrow", "arrow", "time"]
     results = sharing.sharing_results(
@@ -161,6 +162,16 @@ def test_sharing_results_makes_every_part_on_a_tiny_bert():
     assert results.memory.llama_ratio == 4
     assert results.conversion.kv_counts == [2, 1]
     assert results.conversion.n_sentences == 4
+    numbers = views.page_numbers(results, "tiny")
+    assert numbers["model_name"] == "tiny"
+    assert (numbers["s_min"], numbers["s_half"], numbers["s_max"]) == (2, 2, 4)
+    assert numbers["speedup_text"] == "16.0 (16.0 to 16.0)"  # 16 µs / 1 µs
+    assert numbers["growth_without"] == pytest.approx(4.0)  # 16 / 4
+    assert numbers["growth_with_text"] == "1.00 (1.00 to 1.00)"
+    assert numbers["cached_range"] == "1 to 1"
+    assert (numbers["g_first"], numbers["g_last"]) == (2, 1)
+    assert numbers["share_last"] == results.conversion.share_lost(1)
+    assert numbers["kv_list"] == "2, 1"
 
 
 def test_mean_interval_holds_the_mean_and_is_reproducible():
@@ -179,32 +190,26 @@ def test_the_tables_show_the_record():
     table = views.cache_table(memory).data
     assert "| Llama 3 8B | 32 | 8 | 128 | 4 |" in table
     assert "GiB at 32k tokens" in table
-    timing = sharing.Timing(
-        growth_with=None,
-        width=16,
-        num_heads=4,
-        num_kv_heads=2,
+    term = costs.Term
+    timing = SimpleNamespace(
         lengths=(2, 4),
-        repeats=2,
-        min_run_time=0.02,
-        without=torch.ones(2, 2),
-        cached=torch.tensor([[3e-6, 5e-6], [3e-6, 5e-6]]),
-        speedup=None,
-        growth_without=None,
-        fit=sharing.LineFit(1e-6, 0.9e-6, 1.1e-6, 1e-6, 0.5e-6, 2e-6),
+        without_steps=(term(1e-3, 5e-4, 2e-3), term(4e-3, 3e-3, 5e-3)),
+        cached_steps=(term(3e-6, 2e-6, 4e-6), term(5e-6, 4.5e-6, 6e-6)),
+        speedups=(
+            costs.PairedRatio(333.3, 250, 400),
+            costs.PairedRatio(800, 700, 900),
+        ),
     )
-    # a = 1 µs (0.9 to 1.1) against b S = 2 (1 to 4), 4 (2 to 8), 1 (0.5
-    # to 2) µs: too close at S = 2 and 1, the growing part at S = 4
-    timing = dataclasses.replace(timing, lengths=(2, 4, 1))
-    timing = dataclasses.replace(timing, cached=torch.full((2, 3), 3e-6))
-    rows = views.growing_table(timing).data
-    assert rows.splitlines()[2:] == [
-        "| 2 | 3 | 2 (1 to 4) | too close to tell |",
-        "| 4 | 3 | 4 (2 to 8) | growing |",
-        "| 1 | 3 | 1 (0 to 2) | too close to tell |",
+    rows = views.timing_table(timing).data.splitlines()
+    assert rows[0] == (
+        "| $S$ | without the cache (ms) | with the cache (µs) | "
+        "without / with |"
+    )
+    assert rows[2:] == [
+        "| 2 | 1.00 (0.50 to 2.00) | 3 (2 to 4) | 333.3 (250.0 to 400.0) |",
+        "| 4 | 4.00 (3.00 to 5.00) | 5 (4 to 6) | 800.0 (700.0 to 900.0) |",
     ]
-    fit = dataclasses.replace(timing.fit, a_low=9e-6, a_high=11e-6)
-    assert fit.larger_part(4) == "more"  # 9 to 11 against 2 to 8
+    assert views.span_us(timing.cached_steps) == "3 to 5"
     assert views.markdown_table(["a", "b"], [[1, "x"]]).data == (
         "| a | b |\n|---|---:|\n| 1 | x |"
     )

@@ -31,13 +31,11 @@ from ..layers.sharing_kv import (
 from . import grouped_bert
 from .costs import (
     PairedRatio,
-    _ends,
-    _table,
+    median_term,
     paired_ratio,
     time_interleaved,
 )
 from .grouped_bert import mean_interval  # noqa: F401  (for the page)
-from .verdicts import compare
 
 # The references
 
@@ -211,52 +209,6 @@ def check_references(pairs, head_dim=8, tokens=7, seed=0):
 
 
 @dataclass(frozen=True)
-class LineFit:
-    """time = a + b S, fitted by least squares to the median over repeats
-    at each S; low and high ends are the 95% bootstrap interval over 2,000
-    resamples of the repeats (a fixed seed)."""
-
-    a: float  # seconds: the fixed part, paid whatever S is
-    a_low: float
-    a_high: float
-    b: float  # seconds per cached token: the growing part is b S
-    b_low: float
-    b_high: float
-
-    def growing(self, S):
-        """(median, low, high) of the growing part b S, in seconds."""
-        return self.b * S, self.b_low * S, self.b_high * S
-
-    def larger_part(self, S):
-        """'more' when the fixed part a is the larger at S, 'less' when
-        the growing part b S is, 'same' when their 95% intervals overlap
-        (the verdict rule `compare`, a against b S)."""
-        return compare(self.a_low, self.a_high, *self.growing(S)[1:])
-
-
-def fit_line(lengths, times, seed=0, resamples=2000):
-    """LineFit of time = a + b S to a (repeats, len(lengths)) table: least
-    squares on the median over repeats at each S, with a bootstrap over
-    the repeats (rows) for the intervals of a and b."""
-    times = _table(times)
-    S = torch.as_tensor(lengths, dtype=torch.float64)
-    if times.shape[1] != len(S) or len(set(lengths)) < 2:
-        raise ValueError(
-            f"need one column per length and at least 2 different lengths; "
-            f"got {len(S)} lengths for {times.shape[1]} columns"
-        )
-    solve = torch.linalg.pinv(torch.stack([torch.ones_like(S), S], 1))
-    generator = torch.Generator().manual_seed(seed)
-    picks = torch.randint(
-        len(times), (resamples, len(times)), generator=generator
-    )
-    medians = times[picks].quantile(0.5, dim=1)  # (resamples, lengths)
-    a, b = solve @ times.quantile(0.5, dim=0)  # (2,)
-    (a_low, a_high), (b_low, b_high) = map(_ends, solve @ medians.T)
-    return LineFit(a.item(), a_low, a_high, b.item(), b_low, b_high)
-
-
-@dataclass(frozen=True)
 class Timing:
     """Seconds per decoding step of one GroupedQueryAttention layer, with
     and without a KV cache, at S tokens so far. Each time is the median
@@ -272,15 +224,21 @@ class Timing:
     min_run_time: float  # seconds of calls behind each time
     without: torch.Tensor  # (repeats, len(lengths)): all S tokens again
     cached: torch.Tensor  # (repeats, len(lengths)): one token, S cached
-    speedup: PairedRatio  # without / cached, at the longest S
+    without_steps: tuple  # a Term (median, 95% interval) at each S
+    cached_steps: tuple  # a Term at each S
+    speedups: tuple  # a PairedRatio, without / cached, at each S
     growth_without: PairedRatio  # without, longest S / half of it
-    growth_with: PairedRatio  # cached, longest S / half of it
-    fit: LineFit  # cached = a + b S: its fixed and growing parts
+    growth_with: PairedRatio  # cached, longest S / shortest S
 
     @property
     def half(self):
         """The length the longest one is compared with: half of it."""
         return self.lengths[-1] // 2
+
+    @property
+    def speedup(self):
+        """without / cached at the longest S."""
+        return self.speedups[-1]
 
 
 def decoding_steps(width, num_heads, num_kv_heads, max_tokens, seed=0):
@@ -337,10 +295,11 @@ def time_decoding(
         min_run_time=min_run_time,
         without=times[:, :n],
         cached=times[:, n:],
-        speedup=paired_ratio(times, n - 1, 2 * n - 1),
+        without_steps=tuple(median_term(times[:, i]) for i in range(n)),
+        cached_steps=tuple(median_term(times[:, n + i]) for i in range(n)),
+        speedups=tuple(paired_ratio(times, i, n + i) for i in range(n)),
         growth_without=paired_ratio(times, n - 1, half),
-        growth_with=paired_ratio(times, 2 * n - 1, n + half),
-        fit=fit_line(lengths, times[:, n:]),
+        growth_with=paired_ratio(times, 2 * n - 1, n),
     )
 
 

@@ -146,3 +146,44 @@ def timing_tables(record):
         + "\n\n"
         + accounting_table(record.accounting).data
     )
+
+
+def page_numbers(r):
+    """{glue name: value}: every number the page head_costs states, from
+    a HeadCosts record (costs.head_costs_results)."""
+    few, most = r.head_counts[0], r.head_counts[-1]
+    short, long = r.lengths[0], r.lengths[-1]
+    a = r.accounting
+    return {
+        "cpu": r.machine.split(";")[0],
+        "width": r.width,
+        "head_width_24": r.width // 24,
+        "few": few,
+        "most": most,
+        "short": short,
+        "long": long,
+        "repeats": r.repeats,
+        "num_params": f"{r.params['batched', few]:,}",
+        "flops_short": f"{r.flops['batched', few, short] / 1e6:,.0f} million",
+        "flops_long": f"{r.flops['batched', few, long] / 1e6:,.0f} million",
+        "peak_batched_few": r.peak["batched", few],
+        "peak_batched_most": r.peak["batched", most],
+        "peak_fused_most": r.peak["fused", most],
+        "scores_mib_extra": r.score_mib(most) - r.score_mib(few),
+        "ops_per_head": round(r.ops_per_head()),
+        "ops_loop_few": r.ops["loop", few],
+        "ops_loop_most": r.ops["loop", most],
+        "ops_batched_few": r.ops["batched", few],
+        "ops_batched_most": r.ops["batched", most],
+        "min_run_ms": r.min_run_time * 1e3,
+        "ratio_short": ratio_text(r.batched_loop[short]),
+        "ratio_long": ratio_text(r.batched_loop[long]),
+        "fused_ratio_short": ratio_text(r.fused_batched[short]),
+        "fused_ratio": ratio_text(r.fused_batched[long]),
+        "softmax_few_us": r.softmax[few] * 1e6,
+        "softmax_most_us": r.softmax[most] * 1e6,
+        "softmax_ratio": ratio_text(r.softmax_heads),
+        "products_ratio": ratio_text(a.products_ratio),
+        "other_ops": a.other_ops,
+        "per_op_us": a.per_op * 1e6,
+    }

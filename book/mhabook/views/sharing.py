@@ -29,8 +29,7 @@ def _median_and_range(ax, lengths, times, scale, label, **style):
 def plot_timing(timing):
     """Fig. kv-timing, two panels stacked, one layer's decoding step
     against S: without the cache (top, ms) and with it (bottom, µs), each
-    the median and range of the repeats. The bottom panel also draws the
-    line a + b S fitted to the cached steps and its fixed part a."""
+    the median and range of the repeats."""
     fig, (top, bottom) = plt.subplots(
         2, 1, figsize=(4.6, 6.0), layout="constrained"
     )
@@ -41,13 +40,9 @@ def plot_timing(timing):
     top.set_ylabel("ms per new token")
     top.set_ylim(0, 1.3 * float(t.max()))  # room for the legend
     t = _median_and_range(bottom, lengths, timing.cached, 1e6, label)
-    fit, S = timing.fit, np.linspace(0, max(lengths), 50)
-    line = 1e6 * (fit.a + fit.b * S)
-    bottom.plot(S, line, color="0.4", label="fitted a + b S")
-    bottom.axhline(1e6 * fit.a, color="k", ls="--", label="fixed part a")
     bottom.set_title("with the cache: one token, S cached")
     bottom.set_ylabel("µs per new token")
-    bottom.set_ylim(0, 1.45 * max(float(t.max()), float(line.max())))
+    bottom.set_ylim(0, 1.3 * float(t.max()))
     for ax in (top, bottom):
         ax.set_xlabel("tokens so far $S$")
         ax.set_xlim(0, 1.04 * max(lengths))
@@ -55,26 +50,31 @@ def plot_timing(timing):
     return fig
 
 
-LARGER = {"more": "fixed", "less": "growing", "same": "too close to tell"}
-
-
-def growing_table(timing):
-    """Tab. kv-fixed: at each S, the cached step (median, µs), the growing
-    part b S of the fitted line (median and 95% interval, µs) and which
-    part is the larger (LineFit.larger_part: 'too close to tell' when
-    the intervals of a and b S overlap)."""
+def timing_table(timing):
+    """Tab. kv-time: at each S, the step without the cache (ms) and with
+    it (µs), each a median over the repeats with its 95% interval, and
+    the paired ratio of the two (without / with) with its interval."""
     rows = []
-    for i, S in enumerate(timing.lengths):
-        step = 1e6 * timing.cached[:, i].median().item()
+    for S, off, on, ratio in zip(
+        timing.lengths,
+        timing.without_steps,
+        timing.cached_steps,
+        timing.speedups,
+    ):
         rows.append(
             [
                 S,
-                f"{step:,.0f}",
-                estimate_text(*timing.fit.growing(S), scale=1e6),
-                LARGER[timing.fit.larger_part(S)],
+                estimate_text(off.median, off.low, off.high, 1e3, 2),
+                estimate_text(on.median, on.low, on.high, 1e6),
+                estimate_text(ratio.median, ratio.low, ratio.high, 1, 1),
             ]
         )
-    header = ["$S$", "step (µs)", "growing part $bS$ (µs)", "larger part"]
+    header = [
+        "$S$",
+        "without the cache (ms)",
+        "with the cache (µs)",
+        "without / with",
+    ]
     return markdown_table(header, rows)
 
 
@@ -165,3 +165,58 @@ def plot_conversion(conversion):
     axes[1].set_ylim(low - 0.1 * (1 - low), 1 + 0.05 * (1 - low))
     axes[1].legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2)
     return fig
+
+
+def page_numbers(r, model_name):
+    """{glue name: value}: every number the page sharing_kv states, from
+    a SharingKV record and the loaded model's name."""
+    t, c = r.timing, r.conversion
+    first, last = c.kv_counts[0], c.kv_counts[-1]
+    return {
+        "model_name": model_name,
+        "proof_pairs": len(r.checks.pairs),
+        "proof_largest": r.checks.largest_gap,
+        "decode_largest": r.checks.decode_gap,
+        "decode_g": ", ".join(str(g) for g in r.checks.decode_kv_heads),
+        "s_min": t.lengths[0],
+        "s_max": t.lengths[-1],
+        "s_half": t.half,
+        "n_repeats": t.repeats,
+        "t_width": t.width,
+        "t_heads": t.num_heads,
+        "t_kv_heads": t.num_kv_heads,
+        "speedup_text": estimate_text(
+            t.speedup.median, t.speedup.low, t.speedup.high, 1, 1
+        ),
+        "growth_without": t.growth_without.median,
+        "growth_with_text": estimate_text(
+            t.growth_with.median, t.growth_with.low, t.growth_with.high, 1, 2
+        ),
+        "cached_range": span_us(t.cached_steps),
+        "llama_ratio": r.memory.llama_ratio,
+        "context_k": r.memory.tokens // 1024,
+        "mistral_window_mib": r.memory.mistral_window_mib,
+        "params_mqa_share": r.memory.params_mqa_share,
+        "mqa_cache_ratio": r.memory.mqa_cache_ratio,
+        "num_heads": c.num_heads,
+        "kv_list": ", ".join(str(g) for g in c.kv_counts),
+        "n_sentences": c.n_sentences,
+        "probe_size": c.probe_size,
+        "g_first": first,
+        "g_last": last,
+        "fid_first": c.fidelity(first),
+        "fid_last": c.fidelity(last),
+        "fid_none": c.fidelity_none,
+        "share_last": c.share_lost(last),
+        "other_mean": c.other_mean,
+        "shift_last": span(c.shift[last]),
+        "even_range": span(c.to_even),
+        "barely": 0.1,  # "barely": keeps less than a tenth of the distance
+    }
+
+
+def span_us(terms):
+    """'410 to 1,340': the smallest and the largest median of `terms`
+    (Terms in seconds), in µs."""
+    medians = [1e6 * term.median for term in terms]
+    return f"{min(medians):,.0f} to {max(medians):,.0f}"
