@@ -255,3 +255,69 @@ def test_every_layer_keeps_the_sentence_filters_in_half_the_bytes():
     assert one.count("<option value=") == every.count("<option value=") == 5
     assert "mhaCutFilters({" in every
     assert len(every) < 3 * len(one)
+
+
+# Tokens no text can give: brackets split [unused0], punctuation is a word
+# of its own, upper case is lowered, accents are stripped, CJK stands apart.
+NEVER = ["[unused0]", "##!", "Time", "é", "##中"]
+
+
+@pytest.fixture(scope="module")
+def padded_checkpoint(tmp_path_factory):
+    """A tiny BERT whose vocabulary holds tokens no text can give."""
+    from transformers import BertTokenizerFast
+
+    folder = tmp_path_factory.mktemp("padded-bert")
+    words = WORDS + NEVER + ["中", "##s"]
+    tokenizer = BertTokenizerFast(
+        vocab={w: i for i, w in enumerate(words)}, do_lower_case=True
+    )
+    tiny_bert(vocab_size=len(words)).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+def test_the_tokens_no_text_gives_are_found(padded_checkpoint):
+    tokenizer, _ = live.load_bert(padded_checkpoint)
+    vocab = tokenizer.get_vocab()
+    kept = live.emitted_ids(tokenizer)
+    assert sorted(vocab[t] for t in NEVER) == sorted(
+        set(vocab.values()) - set(kept)
+    )
+    texts = ["Time flies, fruit flies!", "[UNK] arrow 中s é TIME", "[MASK]"]
+    for text in texts:  # what the tokenizer gives is always kept
+        assert set(tokenizer(text)["input_ids"]) <= set(kept), text
+
+
+def test_the_export_leaves_out_rows_no_text_reaches(
+    padded_checkpoint, tmp_path
+):
+    import onnx
+    from onnx import numpy_helper
+
+    tokenizer, model = live.load_bert(padded_checkpoint)
+    trimmed = live.exported(tmp_path, padded_checkpoint)
+    graph = onnx.load(str(trimmed.model)).graph
+    weights = {w.name: numpy_helper.to_array(w) for w in graph.initializer}
+    table = weights["model.embeddings.word_embeddings.weight"]
+    assert len(table) == tokenizer.vocab_size - len(NEVER)
+    assert not any(node.metadata_props for node in graph.node)
+    # same outputs as PyTorch on any text; an id never given reads [UNK]
+    inputs = tokenizer("中s time flies", "arrow", return_tensors="pt")
+    expected = ablation_run(model, inputs)
+    got = live.onnx_outputs(trimmed, inputs)
+    assert (got[0] - expected[0]).abs().max() < live.TOLERANCE
+    assert (got[2] - expected[2]).abs().max() < 1e-2
+    ids = inputs["input_ids"].clone()
+    unknown = ids.clone()
+    ids[0, 1] = tokenizer.convert_tokens_to_ids("[unused0]")
+    unknown[0, 1] = tokenizer.unk_token_id
+    never = live.onnx_outputs(trimmed, {**inputs, "input_ids": ids})
+    unk = live.onnx_outputs(trimmed, {**inputs, "input_ids": unknown})
+    assert torch.equal(never[2], unk[2])
+
+
+def ablation_run(model, inputs):
+    from mhabook.experiments import ablation
+
+    return ablation.masked_run(model, inputs)

@@ -13,6 +13,17 @@
  * draws them dotted and faint, with a hatched swatch, apart from the
  * palette's grey. The explorer draws its arcs anew at each query: they
  * are marked again as they come.
+ *
+ * explorer.js draws once, then again each time its stage is resized (a
+ * ResizeObserver, whose first report comes right after it is drawn, and
+ * another when a drawing is taken off the page): show() keeps each
+ * drawing's observer, passes on only reports of a new width, and
+ * disconnects it when the drawing is replaced, so each run draws once.
+ *
+ * A run that leaves what the explorer shows as it was (a head switched
+ * off in a later layer does not change this layer's weights) keeps the
+ * drawing: show() compares tokens, names and weights, and draws only on a
+ * difference.
  */
 (function (global) {
   "use strict";
@@ -72,6 +83,61 @@
     new MutationObserver(mark).observe(svg, { childList: true });
   }
 
+  // Whether two explorer values draw the same: tokens, title, each
+  // head's name, colour and weights (rows of numbers).
+  function sameDrawing(a, b) {
+    const same = (x, y) => x.length === y.length &&
+      x.every((v, i) => v === y[i]);
+    return Boolean(a && b) && a.title === b.title &&
+      same(a.tokens, b.tokens) && a.heads.length === b.heads.length &&
+      a.heads.every((head, k) => {
+        const other = b.heads[k];
+        return head.name === other.name && head.colour === other.colour &&
+          head.weights.length === other.weights.length &&
+          head.weights.every((row, i) => same(row, other.weights[i]));
+      });
+  }
+
+  // Call draw() with ResizeObserver standing for one that reports only
+  // a change of the stage's width; returns that observer, if one was made.
+  function drawnOnce(draw) {
+    const Native = global.ResizeObserver;
+    if (typeof Native !== "function") {
+      draw();
+      return null;
+    }
+    let made = null;
+    global.ResizeObserver = class extends Native {
+      constructor(callback) {
+        const widths = new Map();
+        super((entries, self) => {
+          const resized = entries.filter((entry) => {
+            const width = entry.target.clientWidth;
+            const changed = widths.get(entry.target) !== width;
+            widths.set(entry.target, width);
+            return changed && entry.target.isConnected;
+          });
+          if (resized.length) {
+            callback(resized, self);
+          }
+        });
+        this.widths = widths;
+        made = this;
+      }
+
+      observe(target, options) {
+        this.widths.set(target, target.clientWidth); // as drawn
+        super.observe(target, options);
+      }
+    };
+    try {
+      draw();
+    } finally {
+      global.ResizeObserver = Native;
+    }
+    return made;
+  }
+
   class ExplorerView {
     // lab: the MhaLive.Lab (its reading and its rollouts); onChange:
     // called when the reader picks another layer or reading.
@@ -81,6 +147,8 @@
       this.draw = null;
       this.serial = 0;
       this.shown = null; // the result drawn
+      this.drawn = null; // what it was drawn from
+      this.observer = null; // its ResizeObserver (drawnOnce)
       this.layerMenu = element("select", "mha-live-layer");
       for (let l = 0; l < params.num_layers; l++) {
         const option = element("option", "", String(l));
@@ -168,19 +236,27 @@
         ? result.tokens.indexOf(this.params.query) : -1;
       const query = Math.min(pressed ? Number(pressed.dataset.index)
         : opening >= 0 ? opening : 1, result.tokens.length - 1);
-      const holder = element("div", "mha-explorer-root");
-      holder.id = "mha-live-explorer-" + (++this.serial);
-      this.slot.replaceChildren(holder);
       const value = {
-        id: holder.id,
         tokens: result.tokens,
         heads: this.heads(result),
         query: query,
         title: "Layer " + this.layer + " of " + this.params.name +
           ", live: " + READINGS[this.lab.reading].label,
       };
-      this.draw(value);
+      if (pressed && sameDrawing(value, this.drawn)) {
+        this.shown = result; // nothing it shows has changed
+        return;
+      }
+      const holder = element("div", "mha-explorer-root");
+      holder.id = "mha-live-explorer-" + (++this.serial);
+      this.slot.replaceChildren(holder);
+      value.id = holder.id;
+      if (this.observer) {
+        this.observer.disconnect();
+      }
+      this.observer = drawnOnce(() => this.draw(value));
       markOff(holder, value.heads.map((head) => head.name.endsWith("(off)")));
+      this.drawn = value;
       this.shown = result;
     }
   }

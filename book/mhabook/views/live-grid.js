@@ -185,7 +185,8 @@
       }
     }
 
-    showSimilarity(result) {
+    // pending: the views of `result` are drawn, its similarity not yet.
+    showSimilarity(result, pending) {
       const off = result.headMask.flat().filter((v) => v === 0).length;
       const total = this.params.num_layers * this.params.num_heads;
       const state = off === 0 ? "Every head is on. "
@@ -193,6 +194,11 @@
           "output projection's bias and its feed-forward part, and the " +
           "similarity is still defined. "
           : off + " of " + total + " heads are off. ";
+      if (pending && result.token_type_ids.includes(1)) {
+        this.similarity.textContent = state + "Similarity of A and B: " +
+          "running each sentence alone\u2026";
+        return;
+      }
       if (result.similarity === null) {
         this.similarity.textContent = state + "Type sentence B to see the " +
           "similarity of A and B (each sentence run alone, its tokens " +

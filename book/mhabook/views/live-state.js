@@ -5,7 +5,16 @@
  *   lab.mask        // (L x h) nested arrays, 1 keep, 0 off
  *   lab.reading     // "raw", "weighted" or "rollout" (live-readings.js)
  *   lab.checkMask(options.headMask)  // a copy, or an Error naming the shape
- *   await lab.attend(textA, textB, mask)  // -> a Result, one run at a time
+ *   const result = await lab.attend(textA, textB, mask, wantRollout,
+ *     skippable);   // -> a Result of the pair's run, one run at a time
+ *   await result.complete   // -> the same Result, its similarities set
+ *
+ * attend resolves as soon as the pair has run, so that the page draws its
+ * views while the worker encodes sentences A and B alone for the
+ * similarity (the main thread and the worker each on a core);
+ * result.complete resolves once similarity and similarityAll are set.
+ * skippable: leave them null when a newer attend has come in meanwhile
+ * (nobody will see them; the next run starts sooner).
  *
  * A Result's own fields are small: tokens, token_type_ids, similarity,
  * similarityAll, headMask and ms. The weights are read through getters:
@@ -23,12 +32,12 @@
   const readings = global.MhaLiveReadings;
 
   class Result {
-    constructor(encoded, reply, similarity, similarityAll, mask) {
+    constructor(encoded, reply, mask) {
       const [, L, h, T] = reply.dims; // (1, L, h, T, T)
       this.tokens = encoded.tokens;
       this.token_type_ids = encoded.token_type_ids;
-      this.similarity = similarity;
-      this.similarityAll = similarityAll;
+      this.similarity = null; // set by Lab.attend's second step
+      this.similarityAll = null;
       this.headMask = mask.map((row) => row.slice());
       this.ms = reply.ms;
       // The flat arrays the views read, kept out of the own fields.
@@ -82,7 +91,8 @@
       this.client = null; // a MhaLive.Client once the model is loaded
       this.tokenizer = null;
       this.queue = Promise.resolve();
-      this.similarities = new Map(); // JSON [A, B] -> with every head on
+      this.remembered = new Map(); // JSON [A, B] -> with every head on
+      this.serial = 0; // attend's calls
     }
 
     allOn() {
@@ -142,30 +152,45 @@
       return dot;
     }
 
-    // One run: the pair's attention and value norms under `mask`, and the
-    // similarity now and with every head on (remembered per pair).
-    attend(textA, textB, mask, wantRollout) {
+    // One run: the pair's attention and value norms under `mask`; then,
+    // queued behind it, the similarity now and with every head on
+    // (remembered per pair), which result.complete waits for.
+    attend(textA, textB, mask, wantRollout, skippable) {
+      const serial = ++this.serial;
       // One run at a time: a WebAssembly session is not re-entrant.
       const job = this.queue.then(async () => {
         const encoded = this.encode(textA, textB);
         const reply = await this.client.run(encoded, mask, wantRollout);
-        const key = JSON.stringify([textA, textB || ""]);
-        const everyHead = mask.every((row) => row.every((v) => v === 1));
-        const now = await this.similarity(textA, textB, mask);
-        if (everyHead) {
-          this.similarities.set(key, now);
-        } else if (!this.similarities.has(key)) {
-          this.similarities.set(key,
-            await this.similarity(textA, textB, this.allOn()));
-        }
-        while (this.similarities.size > 20) {
-          this.similarities.delete(this.similarities.keys().next().value);
-        }
-        return new Result(encoded, reply, now, this.similarities.get(key),
-          mask);
+        return new Result(encoded, reply, mask);
       });
-      this.queue = job.catch(() => undefined);
-      return job;
+      const complete = job.then(async (result) => {
+        if (!(skippable && serial !== this.serial)) {
+          await this.similarities(result, textA, textB, mask);
+        }
+        return result;
+      });
+      this.queue = complete.catch(() => undefined);
+      return job.then((result) => {
+        Object.defineProperty(result, "complete", { value: complete });
+        return result;
+      });
+    }
+
+    async similarities(result, textA, textB, mask) {
+      const key = JSON.stringify([textA, textB || ""]);
+      const everyHead = mask.every((row) => row.every((v) => v === 1));
+      const now = await this.similarity(textA, textB, mask);
+      if (everyHead) {
+        this.remembered.set(key, now);
+      } else if (!this.remembered.has(key)) {
+        this.remembered.set(key,
+          await this.similarity(textA, textB, this.allOn()));
+      }
+      while (this.remembered.size > 20) {
+        this.remembered.delete(this.remembered.keys().next().value);
+      }
+      result.similarity = now;
+      result.similarityAll = this.remembered.get(key);
     }
 
     // The result's rollout, computed in the worker if it is not yet.

@@ -39,6 +39,9 @@
  *                        model only, nothing shown.
  *   shown             -> the last result shown, or null.
  *   waited            -> ms from the last edit to the last view drawn.
+ *   similarityWaited  -> ms from the last edit to the similarity shown
+ *                        (A and B run alone after the pair, while the
+ *                        views draw).
  *   runs              -> how many runs have been shown.
  *
  * The page never waits long on one task: the model runs in a worker,
@@ -188,23 +191,25 @@
   const api = {
     shown: null,
     waited: null,
+    similarityWaited: null,
     runs: 0,
     load: load,
     attend: async (textA, textB, options) => {
       const mask = lab.checkMask((options || {}).headMask);
       await load();
-      return lab.attend(textA, textB, mask, false);
+      return (await lab.attend(textA, textB, mask, false)).complete;
     },
     run: run,
   };
   let latest = 0;
   let editedAt = 0; // when the reader last edited the text or the mask
 
+  // The views of the pair's run; the similarity line says it is coming.
   async function show(result) {
     views.classList.remove("mha-stale");
     staleNote.hidden = true;
+    grid.showSimilarity(result, true);
     await explorer.show(result);
-    grid.showSimilarity(result);
     table.show(result);
     api.shown = result;
     return bertviz.show(result);
@@ -217,20 +222,28 @@
     inputB.value = textB || "";
     clearB.disabled = inputB.value === "";
     editedAt = performance.now();
-    return rerun();
+    return rerun(true);
   }
 
-  async function rerun() {
+  // The pair runs, the views draw; meanwhile the worker encodes A and B
+  // alone, and the similarity line follows. fromApi: run() waits for the
+  // similarity even if an edit comes in meanwhile.
+  async function rerun(fromApi) {
     const ticket = ++latest;
     const since = editedAt || performance.now();
     try {
       await load();
       const result = await lab.attend(inputA.value, inputB.value, lab.mask,
-        lab.reading === "rollout");
+        lab.reading === "rollout", !fromApi);
       if (ticket === latest) {
         await show(result);
         await nextFrame();
         api.waited = performance.now() - since;
+      }
+      await result.complete;
+      if (ticket === latest) {
+        grid.showSimilarity(result);
+        api.similarityWaited = performance.now() - since;
         api.runs += 1;
         const read = result.token_type_ids.includes(1)
           ? "sentence A, then sentence B" : "sentence A alone";

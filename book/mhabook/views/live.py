@@ -5,16 +5,19 @@ one ONNX graph (inputs: input_ids, attention_mask, token_type_ids, and
 head_mask (L, h): 1 keeps a head, 0 zeroes its output before W^O; outputs:
 the attention weights of every layer, (B, L, h, T, T), each head's value
 norms (B, L, h, T) and the last hidden states (B, T, C); see LiveOutputs),
-with its large weights stored in float16 and all arithmetic in float32.
+with its large weights stored in float16 and all arithmetic in float32. It
+leaves out what no run reads: the exporter's debugging notes, and the rows
+of the word embeddings for tokens the tokenizer never emits (such as
+[unused0]; see emitted_ids), read through a table from the tokenizer's ids.
 The export is cached under _build/live/, keyed on the checkpoint's files
 and the exporter's versions, as is the ranking of the heads that Lab 3's
-presets switch off; book/_ext/live_lab.py copies the export, the
-vocabulary and onnxruntime-web's single-threaded WebAssembly build into
-the built site. live.js and the scripts it names (PAGE_JS) run it there;
-wordpiece.js tokenizes as the Python tokenizer does.
+presets switch off; book/_ext/live_lab.py copies the export, the vocabulary
+and onnxruntime-web's single-threaded WebAssembly build into the built
+site. live.js and the scripts it names (PAGE_JS) run it there; wordpiece.js
+tokenizes as the Python tokenizer does.
 
 The live model is always the bundled BERT, whatever checkpoint section 4
-uses: it is small enough to download (about 45 MB) and needs no network
+uses: it is small enough to download (about 44 MB) and needs no network
 at build time.
 """
 
@@ -51,7 +54,7 @@ SITE_FOLDER = "_static/live"
 # SharedArrayBuffer and no cross-origin-isolation headers are needed).
 ORT_FILES = ["ort.wasm.bundle.min.mjs", "ort-wasm-simd-threaded.wasm"]
 # Bump when the export below changes what it writes.
-EXPORT_VERSION = 3
+EXPORT_VERSION = 4
 # Browser attention may differ from PyTorch's by at most this much.
 TOLERANCE = 2e-3
 # The graph's inputs and outputs (live-worker.js feeds and reads them).
@@ -155,6 +158,95 @@ def load_bert(path):
     return tokenizer, model.eval()
 
 
+def emitted_ids(tokenizer):
+    """The ids `tokenizer` can emit, sorted: its special tokens, and each
+    token that its own normaliser and pre-tokeniser leave whole (a word
+    piece, "##" and its text, whole after any letter). The rest, such as
+    [unused0] (split at its brackets), "##!" (punctuation is a word of its
+    own) or "É" (lower-cased), never reach the model. A tokenizer without
+    a Rust back end: every id."""
+    vocab = tokenizer.get_vocab()
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    if backend is None or backend.normalizer is None:
+        return sorted(vocab.values())
+    normalizer, splitter = backend.normalizer, backend.pre_tokenizer
+
+    def whole(text):  # normalised and split, `text` alone, as it was
+        normal = normalizer.normalize_str(text)
+        if splitter is None:
+            return normal.strip() == text
+        pieces = splitter.pre_tokenize_str(normal)
+        return [piece for piece, _ in pieces] == [text]
+
+    special = set(tokenizer.all_special_ids)
+    kept = []
+    for token, index in vocab.items():
+        later = token.startswith("##") and len(token) > 2
+        if index in special or (
+            whole("x" + token[2:]) if later else whole(token)
+        ):
+            kept.append(index)
+    return sorted(kept)
+
+
+def keep_embedding_rows(model_proto, kept, fallback):
+    """Keep only rows `kept` (sorted ids) of the word embeddings, and read
+    them through a table from the tokenizer's ids to those rows (any
+    other id reads row `fallback`, [UNK]'s; the first kept if None or not
+    kept): the graph's inputs stay the tokenizer's ids. Returns the
+    number of rows dropped."""
+    import numpy as np
+    from onnx import TensorProto, helper, numpy_helper
+
+    graph = model_proto.graph
+    gathers = [
+        n
+        for n in graph.node
+        if n.op_type == "Gather" and n.input[1] == INPUTS[0]
+    ]
+    weights = {w.name: w for w in graph.initializer}
+    if len(gathers) != 1 or gathers[0].input[0] not in weights:
+        raise ValueError(
+            "expected one Gather of the word embeddings by input_ids in the "
+            f"exported graph; found {len(gathers)}: is this a BERT?"
+        )
+    gather = gathers[0]
+    table = numpy_helper.to_array(weights[gather.input[0]])
+    if len(kept) == len(table):
+        return 0
+    fallback = kept.index(fallback) if fallback in kept else 0
+    rows = np.full(len(table), fallback)
+    rows[kept] = np.arange(len(kept))
+    small = len(kept) < 2**15  # stored as int16, read as int64
+    index = numpy_helper.from_array(
+        rows.astype(np.int16 if small else np.int64), "embedding_row"
+    )
+    weights[gather.input[0]].CopyFrom(
+        numpy_helper.from_array(table[kept], gather.input[0])
+    )
+    graph.initializer.append(index)
+    nodes = [helper.make_node("Gather", [index.name, INPUTS[0]], ["row"])]
+    if small:
+        nodes.append(
+            helper.make_node("Cast", ["row"], ["row_64"], to=TensorProto.INT64)
+        )
+    gather.input[1] = nodes[-1].output[0]
+    rest = list(graph.node)
+    del graph.node[:]
+    graph.node.extend(nodes + rest)
+    return len(table) - len(kept)
+
+
+def strip_notes(model_proto):
+    """Drop what the exporter writes for debugging (each node's stack
+    trace and FX node, the inferred shapes): no run reads it."""
+    graph = model_proto.graph
+    for node in graph.node:
+        del node.metadata_props[:]
+        node.doc_string = ""
+    del graph.value_info[:]
+
+
 def store_weights_in_half(model_proto, min_elements=HALF_MIN_ELEMENTS):
     """Store each float32 weight of at least min_elements in float16, and
     cast it back to float32 where the graph starts: the file halves, the
@@ -215,9 +307,15 @@ class AttentionsOnly(nn.Module):
         return torch.stack(outputs.attentions, dim=1)
 
 
-def export_onnx(model, path, head_mask=True):
+def export_onnx(
+    model, path, head_mask=True, kept=None, unknown=None, lean=True
+):
     """Export `model` (a BERT with eager attention) to `path`: as the lab
-    runs it (LiveOutputs), or with head_mask=False as AttentionsOnly."""
+    runs it (LiveOutputs), or with head_mask=False as AttentionsOnly.
+    kept: the ids the tokenizer can emit (emitted_ids), the only rows of
+    the word embeddings written (None: all), any other id reading row
+    `unknown` (the tokenizer's [UNK]); lean=False keeps the
+    exporter's notes (as the lab's file before Lab 3 did)."""
     import onnx
 
     config = model.config
@@ -245,6 +343,10 @@ def export_onnx(model, path, head_mask=True):
             verbose=False,
         )
     proto = program.model_proto
+    if kept is not None:
+        keep_embedding_rows(proto, kept, unknown)
+    if lean:
+        strip_notes(proto)
     store_weights_in_half(proto)
     onnx.checker.check_model(proto)
     onnx.save_model(proto, str(path))
@@ -261,7 +363,12 @@ def exported(cache=CACHE, path=None):
         Path(cache).mkdir(parents=True, exist_ok=True)
         work = Path(tempfile.mkdtemp(dir=cache))
         try:
-            export_onnx(model, work / "model.onnx")
+            export_onnx(
+                model,
+                work / "model.onnx",
+                kept=emitted_ids(tokenizer),
+                unknown=tokenizer.unk_token_id,
+            )
         except Exception:
             shutil.rmtree(work)
             raise
