@@ -102,23 +102,25 @@ bench-ci: $(STAMP)
 # (see PYTHONDONTWRITEBYTECODE above). uv reads no pip settings: the
 # folders in $PIP_FIND_LINKS (where a machine keeps local wheels, such as
 # the CPU build of torch) are passed to it as --find-links; pip.conf is not
-# read. npm runs beside it; `wait` fails if npm did.
+# read. The two npm installs run beside it (and beside each other);
+# `wait` fails if either did.
 UV := $(shell grep '^uv==' requirements.txt)
+NPM_CI := --ignore-scripts --no-audit --no-fund
 FIND_LINKS := $(foreach d,$(PIP_FIND_LINKS),--find-links $(d))
 install: $(STAMP)
 
 $(STAMP): requirements.txt book/_vendor/package-lock.json \
 		tests/js/package-lock.json
 	test -x $(BIN)/python || python3 -m venv --without-pip $(VENV)
-	(npm ci --prefix book/_vendor --ignore-scripts --no-audit --no-fund && \
-	npm ci --prefix tests/js --ignore-scripts --no-audit --no-fund) & \
+	npm ci --prefix book/_vendor $(NPM_CI) & vendor=$$!; \
+	npm ci --prefix tests/js $(NPM_CI) & js=$$!; \
 	python3 -m pip --python $(BIN)/python install --quiet \
 		--disable-pip-version-check $(UV) && \
 	$(BIN)/uv pip sync --quiet --python $(BIN)/python $(FIND_LINKS) \
 		requirements.txt && \
 	$(BIN)/uv pip install --quiet --python $(BIN)/python --no-deps \
 		$(CHECKPOINT) && \
-	wait $$!
+	wait $$vendor && wait $$js
 	rm -f $(VENV)/.installed-*
 	touch $@
 

@@ -19,6 +19,15 @@ GUARD = Path(__file__).resolve().parent / "harness" / "netguard"
 WORKER = os.environ.get("PYTEST_XDIST_WORKER")  # None in a plain run
 LOG = ROOT / "_build" / f"netguard{'-' + WORKER if WORKER else ''}.log"
 
+# One PyTorch thread per core a test process has to itself: the processes
+# (and the book build's kernels) already keep every core busy, and more
+# OpenMP threads than cores spin instead of working (the unit tests took
+# twice the CPU time). Child processes (kernels, the build) inherit it.
+if WORKER and "OMP_NUM_THREADS" not in os.environ:
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    threads = max(1, (os.cpu_count() or 1) // workers)
+    os.environ["OMP_NUM_THREADS"] = str(threads)
+
 LOG.parent.mkdir(exist_ok=True)
 LOG.write_text("")
 os.environ["NETGUARD_LOG"] = str(LOG)
