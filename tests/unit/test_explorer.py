@@ -3,6 +3,7 @@
 
 import json
 import re
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -159,3 +160,24 @@ def test_twelve_heads_take_six_colours_twice():
         ["a", "b"], torch.full((12, 2, 2), 0.5), names, html_action="return"
     )
     assert [h["colour"] for h in params(view)["heads"]] == HEAD_COLOURS
+
+
+@pytest.mark.parametrize("layer", [-1, 3, 1.5, True])
+def test_the_panel_refuses_a_layer_the_model_does_not_have(layer):
+    from transformers import BertConfig
+
+    from mhabook.views.explorer import heads_panel
+
+    model = SimpleNamespace(config=BertConfig(num_hidden_layers=3))
+    with pytest.raises(ValueError, match=r"layers are 0 to 2.*layer=2"):
+        heads_panel(None, model, "time flies", layer=layer)
+
+
+def test_the_panel_opens_on_a_layer_in_range():
+    from transformers import BertConfig
+
+    from mhabook.views.explorer import heads_panel
+
+    model = SimpleNamespace(config=BertConfig(num_hidden_layers=3))
+    panel = heads_panel(None, model, "time flies", layer=2)
+    assert panel.children[1].value == 2 and panel.children[1].max == 2

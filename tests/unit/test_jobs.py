@@ -6,6 +6,7 @@ the right answer is known.
 """
 
 import dataclasses
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -211,8 +212,19 @@ def test_the_study_runs_on_a_random_bert_and_finds_no_job_there(tmp_path):
     pair = rh.run_example(model, tokenizer, text_a, text_b)
     scores, _ = jobs.job_shares([pair], jobs.previous_word)
     first = study.jobs[0]
-    assert study.first_on_pair == scores[0, first.layer, first.head].item()
+    assert study.on_pair(first) == scores[0, first.layer, first.head].item()
+    # opened on another job's head, the numbers follow that head and job
+    nxt = study.jobs[1]
+    next_scores, _ = jobs.job_shares([pair], jobs.next_word)
+    numbers = study.numbers(nxt)
+    assert (numbers["first_layer"], numbers["first_head"]) == (
+        nxt.layer,
+        nxt.head,
+    )
+    assert numbers["first_job"] == "next word"
+    assert numbers["first_on_pair"] == next_scores[0, nxt.layer, nxt.head]
     numbers = study.numbers()
+    assert numbers["first_job"] == "previous word"
     assert numbers["n_pairs"] == len(rh.load_table(rh.SETS["pairs"]))
     # the jobs of one sentence read each sentence alone, the last the pairs
     assert numbers["n_sentences"] == 2 * numbers["n_pairs"]
@@ -228,3 +240,17 @@ def test_the_study_runs_on_a_random_bert_and_finds_no_job_there(tmp_path):
     source = "time flies like an arrow fruit flies like a banana".split()
     assert numbers["flies_top"] in source  # a word of the source's pair
     assert numbers["flies_top_side"] in ("A", "B")
+
+
+def test_on_pair_reads_the_jobs_own_row_and_refuses_a_head_of_no_job():
+    job = jobs.Job("next word", 1, 2, 0.9, 0.8, 1.0, 0.1, 0.1, 10)
+    scores = torch.zeros(2, L, H)  # (jobs, L, h), on the pair
+    scores[0, 1, 2] = 0.25  # the previous-word job, the same head
+    scores[1, 1, 2] = 0.75  # the next-word job, layer 1, head 2
+    first = dataclasses.replace(job, name="previous word")
+    study = SimpleNamespace(jobs=[first, job], pair_scores=scores)
+    assert jobs.RealHeads.on_pair(study, job) == 0.75
+    assert jobs.RealHeads.on_pair(study, first) == 0.25
+    mine = dataclasses.replace(job, name="mine")
+    with pytest.raises(ValueError, match="not one of study.jobs.*next word"):
+        jobs.RealHeads.on_pair(study, mine)

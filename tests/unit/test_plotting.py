@@ -292,3 +292,8 @@ def test_head_matrices_and_heatmaps_name_the_fix_for_their_sizes():
         head_matrices(layer, torch.randn(1, 9, 8), list("abcdefghi"))
     with pytest.raises(ValueError, match="pass one label per row"):
         attention_heatmap(torch.eye(3), ["a", "b"])
+
+
+def test_heatmap_refuses_a_string_for_the_tokens():
+    with pytest.raises(ValueError, match=r"one string.*list.*text\.split"):
+        attention_heatmap(np.eye(5), "time flies like an arrow")

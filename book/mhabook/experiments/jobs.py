@@ -227,7 +227,7 @@ class RealHeads:
     hidden_states: tuple  # L + 1 of (1, T, d), the pair
     jobs: list  # [Job, ...], in the order of JOBS
     targets: list  # one (T, T) bool per job, on the pair
-    first_on_pair: float  # the first job's head, its score on the pair
+    pair_scores: torch.Tensor  # (jobs, L, h): each head's score on the pair
     sentences: list  # each sentence of claim1_pairs.tsv alone
     pairs: list  # the pairs of claim1_pairs.tsv
     n_flies: int  # pairs of flies_pairs.tsv
@@ -254,9 +254,23 @@ class RealHeads:
         control = min(self.same_sense.pattern_margins)
         return [*self.flies.pattern_margins, self.flies.layer - 0.5, -control]
 
-    def numbers(self):
-        """{name: value}: the numbers the page glues."""
-        first, flies, same = self.jobs[0], self.flies, self.same_sense
+    def on_pair(self, job):
+        """`job`'s head (one of `jobs`), its score at that job on the pair."""
+        names = [j.name for j in self.jobs]
+        name = getattr(job, "name", type(job).__name__)
+        if name not in names:
+            raise ValueError(
+                f"{name!r} is not one of study.jobs: use one of them "
+                f"(named {names})"
+            )
+        k = names.index(job.name)
+        return float(self.pair_scores[k, job.layer, job.head])
+
+    def numbers(self, first=None):
+        """{name: value}: the numbers the page glues. `first` (default
+        the first job) is the job whose head the head view opens on."""
+        first = self.jobs[0] if first is None else first
+        flies, same = self.flies, self.same_sense
         return {
             "n_pairs": len(self.pairs),
             "n_sentences": len(self.sentences),
@@ -267,7 +281,8 @@ class RealHeads:
             "clear": CLEAR,
             "first_layer": first.layer,
             "first_head": first.head,
-            "first_on_pair": self.first_on_pair,
+            "first_job": first.name,
+            "first_on_pair": self.on_pair(first),
             "n_flies": self.n_flies,
             "flies_layer": flies.layer,
             "flies_head": flies.head,
@@ -321,8 +336,7 @@ def real_heads_results(model, tokenizer, text_a, text_b):
     pair = rh.run_example(model, tokenizer, text_a, text_b)
     attention, hidden_states = pair["attention"], pair["hidden_states"]
     found, sentences, pairs = heads_with_jobs(model, tokenizer)
-    first, first_job = found[0], next(iter(JOBS.values()))
-    on_pair = job_shares([pair], first_job)[0][0]  # (L, h)
+    on_pair = [job_shares([pair], job)[0][0] for job in JOBS.values()]
     rows, where = rh.load_table(rh.SETS["flies"]), rh.set_path("flies")
     flies = rh.flies_examples(model, tokenizer, rows, where)
     test = rh.flies_test(flies)  # chosen over every layer
@@ -335,7 +349,7 @@ def real_heads_results(model, tokenizer, text_a, text_b):
         hidden_states=hidden_states,
         jobs=found,
         targets=[job(pair) for job in JOBS.values()],
-        first_on_pair=float(on_pair[first.layer, first.head]),
+        pair_scores=torch.stack(on_pair),  # (jobs, L, h)
         sentences=sentences,
         pairs=pairs,
         n_flies=len(flies),

@@ -131,6 +131,12 @@ def heads_panel(tokenizer, model, text, layer=0):
     """A panel for a running notebook: type a sentence, pick a layer, and
     see that layer's heads in the explorer (the model runs in the kernel).
     """
+    last = model.config.num_hidden_layers - 1
+    if isinstance(layer, bool) or layer not in range(last + 1):
+        raise ValueError(
+            f"layer is {layer!r}, but this model's layers are 0 to {last}: "
+            f"pass one of them (layer={last} for the last)"
+        )
     import ipywidgets as widgets
 
     limit = model.config.max_position_embeddings
@@ -154,7 +160,7 @@ def heads_panel(tokenizer, model, text, layer=0):
         layer=widgets.IntSlider(
             value=layer,
             min=0,
-            max=model.config.num_hidden_layers - 1,
+            max=last,
             description="Layer",
         ),
     )

@@ -91,6 +91,11 @@ def _as_array(weights):
 
 def attention_heatmap(weights, tokens, ax=None, title=None, annotate=True):
     """Draw one attention map: rows are queries, columns are keys."""
+    if isinstance(tokens, str):
+        raise ValueError(
+            f"tokens is one string, {tokens!r}: pass a list of tokens, "
+            f"one per row of the map, such as text.split()"
+        )
     weights = _as_array(weights)
     if weights.shape != (len(tokens), len(tokens)):
         raise ValueError(
