@@ -893,3 +893,75 @@ def test_a_row_with_the_wrong_columns_names_the_file_line_and_columns(
         text.replace("\tx\textra", "\tx")
     )
     assert load_table("claim1_pairs.tsv")[1] == ["like an arrow", "x"]
+
+
+def test_a_rate_that_is_not_a_chance_is_refused():
+    for rate in (80, 0, -0.5, 1.01):
+        with pytest.raises(ValueError, match=r"not a chance.*0\.8 for 80%"):
+            power_curve(rate, 16, sims=10)
+        with pytest.raises(ValueError, match="not a chance between 0 and 1"):
+            detection_power(rate, 16, sims=10)
+    assert detection_power(1.0, 16, sims=50) == 1.0  # 1 itself is a chance
+
+
+def test_an_empty_column_names_the_file_the_line_and_the_column(
+    tmp_path, monkeypatch
+):
+    from mhabook.experiments import embedding
+
+    monkeypatch.setattr(embedding, "DATA", tmp_path)
+    monkeypatch.setattr(realheads, "DATA", tmp_path)
+    text = "# A, then B\ntime flies\tfruit flies\nthe cat slept\t\n"
+    (tmp_path / "claim1_pairs.tsv").write_text(text, encoding="utf-8")
+    with pytest.raises(
+        ValueError,
+        match=r"book/data/claim1_pairs.tsv, line 3, has an empty column "
+        r"\(sentence B\)",
+    ):
+        load_table("claim1_pairs.tsv")
+    (tmp_path / "claim1_pairs.tsv").write_text(text.replace("\t\n", "\t \n"))
+    with pytest.raises(ValueError, match="line 3, has an empty column"):
+        load_table("claim1_pairs.tsv")  # blank is empty too
+    (tmp_path / "claim1_pairs.tsv").write_text(text.replace("\t\n", "\tx\n"))
+    rows = load_table("claim1_pairs.tsv")
+    assert rows == [["time flies", "fruit flies"], ["the cat slept", "x"]]
+    assert [row.line for row in rows] == [2, 3]
+
+
+def test_a_word_missing_from_a_set_names_its_line(
+    tmp_path, monkeypatch, tokenizer
+):
+    from mhabook.experiments import embedding
+
+    monkeypatch.setattr(embedding, "DATA", tmp_path)
+    monkeypatch.setattr(realheads, "DATA", tmp_path)
+    good = "time flies fruit\tflies\tfruit\ttime\n"
+    (tmp_path / "coreference.tsv").write_text(
+        "# sentence, pronoun, right, wrong\n"
+        + good
+        + "time flies fruit\tflies\tfruit\tarrow\n"  # no "arrow" in it
+    )
+    rows = load_table("coreference.tsv")
+    with pytest.raises(
+        ValueError,
+        match="'arrow' is not in sentence A.*; book/data/coreference.tsv, "
+        "line 3, needs it: put 'arrow' in sentence A",
+    ):
+        coreference_examples(
+            tiny_bert(), tokenizer, rows, "book/data/coreference.tsv"
+        )
+    (tmp_path / "flies_pairs.tsv").write_text(
+        "time flies arrow\tfruit\tfruit flies arrow\tfruit\tarrow\n"
+    )
+    with pytest.raises(
+        ValueError,
+        match="'fruit' is not in sentence A.*flies_pairs.tsv, line 1, needs",
+    ):
+        flies_examples(
+            tiny_bert(),
+            tokenizer,
+            load_table("flies_pairs.tsv"),
+            "book/data/flies_pairs.tsv",
+        )
+    (ex,) = coreference_examples(tiny_bert(), tokenizer, [list(rows[0])])
+    assert (ex["pronoun"], ex["right"]) == (2, 3)  # plain lists still work

@@ -242,3 +242,31 @@ def test_the_figures_draw_from_any_number_of_heads(monkeypatch):
         labels = [t.get_text() for t in fig.axes[1].get_xticklabels()]
         assert labels == ticks and fig.get_figwidth() <= 4.8
     matplotlib.pyplot.close("all")
+
+
+def test_a_model_of_one_head_is_refused_and_of_a_prime_h_starts_at_h(
+    monkeypatch,
+):
+    monkeypatch.setattr(
+        sharing,
+        "time_interleaved",
+        lambda fns, repeats, min_run_time: planted_times((2, 4), repeats),
+    )
+    tokenizer, sentences = tiny_tokenizer(), ["time flies", "arrow", "time"]
+    kwargs = dict(
+        pairs=[(2, 1)],
+        timing=dict(width=16, lengths=(2, 4), repeats=2, min_run_time=1e-4),
+        probe_size=2,
+    )
+    with pytest.raises(ValueError, match="1 attention head per layer.*2 or"):
+        sharing.sharing_results(
+            tiny_bert(num_attention_heads=1), tokenizer, sentences, **kwargs
+        )
+    model = tiny_bert(num_attention_heads=2)  # h = 2: only g = 1 below it
+    results = sharing.sharing_results(model, tokenizer, sentences, **kwargs)
+    assert results.conversion.kv_counts == [1]
+    numbers = views.page_numbers(results, "tiny")
+    assert (numbers["g_first"], numbers["g_last"]) == (2, 1)  # one step
+    assert numbers["fid_first"] == 1.0  # g = h changes nothing
+    assert numbers["fid_last"] == results.conversion.fidelity(1) < 1.0
+    assert len(results.conversion.fidelity_drops()) == 2  # a step, 2 halves

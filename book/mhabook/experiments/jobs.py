@@ -232,6 +232,7 @@ class RealHeads:
     pairs: list  # the pairs of claim1_pairs.tsv
     n_flies: int  # pairs of flies_pairs.tsv
     flies: rh.FliesTest  # the head closest to the source's "flies" picture
+    swapped: rh.FliesTest  # the same search, chosen on the other half
     same_sense: rh.FliesTest  # that head where B repeats A (both verbs)
     flies_top: tuple  # (word, "A"/"B"): what A's "flies" weights most
     # in that head, on the source's pair (the set's first row)
@@ -289,6 +290,12 @@ class RealHeads:
             "flies_score": flies.score.mean,
             "flies_score_low": flies.score.low,
             "flies_score_high": flies.score.high,
+            "swapped_layer": self.swapped.layer,
+            "swapped_head": self.swapped.head,
+            "swapped_score": self.swapped.score.mean,
+            "swapped_score_low": self.swapped.score.low,
+            "swapped_score_high": self.swapped.score.high,
+            "n_half": self.n_flies // 2,
             "same_score": same.score.mean,
             "same_score_low": same.score.low,
             "same_score_high": same.score.high,
@@ -354,6 +361,7 @@ def real_heads_results(model, tokenizer, text_a, text_b):
         pairs=pairs,
         n_flies=len(flies),
         flies=test,
+        swapped=rh.flies_test(flies, swap=True),
         same_sense=rh.flies_test(same, test.layer, test.head),
         flies_top=top_word(source, test.layer, test.head, source["flies"][0]),
         largest_difference=chapter_difference(model, hidden_states, attention),

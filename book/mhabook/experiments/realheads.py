@@ -275,10 +275,23 @@ COLUMNS = {
 }
 
 
+class Row(list):
+    """One row of a table: its columns, and `line`, its line in the file."""
+
+    line = None
+
+
+def where_row(set_name, row):
+    """`set_name` and, for a row of `load_table`, its line: for errors."""
+    line = getattr(row, "line", None)
+    return f"{set_name}, line {line}," if set_name and line else set_name
+
+
 def load_table(name):
-    """Rows of the tab-separated file book/data/<name>, comments left out.
-    Raises a ValueError naming the file, the line and the expected columns
-    when a row of a set in `COLUMNS` has another number of columns."""
+    """Rows of the tab-separated file book/data/<name>, comments left out,
+    each a `Row` that knows its line. Raises a ValueError naming the file,
+    the line and the expected columns when a row of a set in `COLUMNS` has
+    another number of columns, or an empty column."""
     load_lines(name)  # refuses a missing file, naming the ones there
     columns = COLUMNS.get(name)
     lines = (DATA / name).read_text(encoding="utf-8-sig").splitlines()
@@ -286,13 +299,21 @@ def load_table(name):
     for number, line in enumerate(lines, 1):
         if not line.strip() or line[0] == "#":
             continue
-        row = line.split("\t")
+        row = Row(line.split("\t"))
+        row.line = number
         if columns and len(row) != len(columns):
             raise ValueError(
                 f"book/data/{name}, line {number}, has {len(row)} "
                 f"tab-separated column(s) where {len(columns)} are expected "
                 f"({'; '.join(columns)}): {line!r}. Separate the columns "
                 f"with one tab each, with no tab inside a column"
+            )
+        empty = [i for i, cell in enumerate(row) if not cell.strip()]
+        if empty:
+            column = columns[empty[0]] if columns else f"column {empty[0] + 1}"
+            raise ValueError(
+                f"book/data/{name}, line {number}, has an empty column "
+                f"({column}): {line!r}. Write it in, or delete the line"
             )
         rows.append(row)
     return rows
@@ -305,10 +326,12 @@ def flies_examples(model, tokenizer, rows, set_name=None):
     examples = run_examples(
         model, tokenizer, [r[0] for r in rows], [r[2] for r in rows], set_name
     )
-    for ex, (_, target_a, _, *targets_b) in zip(examples, rows):
+    for ex, row in zip(examples, rows):
+        _, target_a, _, *targets_b = row
+        where = where_row(set_name, row)
 
-        def at(word, segment, ex=ex):
-            return position(ex, word, segment, set_name)
+        def at(word, segment, ex=ex, where=where):
+            return position(ex, word, segment, where)
 
         ex["flies"] = at("flies", 0), at("flies", 1)
         ex["targets"] = [at(target_a, 0)] + [at(t, 1) for t in targets_b]
@@ -362,9 +385,10 @@ def coreference_examples(model, tokenizer, rows, set_name=None):
     examples = run_examples(
         model, tokenizer, [r[0] for r in rows], set_name=set_name
     )
-    for ex, (_, *words) in zip(examples, rows):
+    for ex, row in zip(examples, rows):
+        where = where_row(set_name, row)
         ex["pronoun"], ex["right"], ex["wrong"] = (
-            position(ex, word, 0, set_name) for word in words
+            position(ex, word, 0, where) for word in row[1:]
         )
     return examples
 
@@ -642,10 +666,20 @@ def pronoun_test(pronouns, draws=1000, seed=0):
     }
 
 
+def check_rate(p):
+    """Refuse a rate that is not a chance in (0, 1], such as 80 for 80%."""
+    if not 0 < float(p) <= 1:
+        raise ValueError(
+            f"the head's rate is {p}, not a chance between 0 and 1: pass "
+            f"the share of sentences it gets right, 0.8 for 80%"
+        )
+
+
 def detection_power(p, n_sentences, sims=2000, draws=1000, seed=0):
     """The share of simulated heads, right on each sentence with chance
     `p`, that pass the held-out test: more than the 95% point of their own
     whole-twin label-swap null, on `n_sentences` sentences (twins)."""
+    check_rate(p)
     generator = torch.Generator().manual_seed(seed)
     wins = torch.rand(sims, n_sentences, generator=generator) < p
     bar = twin_null_bar(wins, draws, generator)  # (sims,)
@@ -829,9 +863,10 @@ def same_sense_examples(model, tokenizer, rows, set_name=None):
     texts = [r[0] for r in rows]
     examples = run_examples(model, tokenizer, texts, texts, set_name)
     for ex, row in zip(examples, rows):
+        where = where_row(set_name, row)
 
-        def at(word, segment, ex=ex):
-            return position(ex, word, segment, set_name)
+        def at(word, segment, ex=ex, where=where):
+            return position(ex, word, segment, where)
 
         ex["flies"] = at("flies", 0), at("flies", 1)
         ex["targets"] = [
@@ -969,6 +1004,7 @@ def power_curve(p, n_sentences, target=0.8, most=32, sims=2000, seed=0):
     in whole twins (2 sentences), the smallest size that reaches `target`
     (power taken to grow with size). `sims` simulated heads each, the same
     draws at every size, so that the curve is smooth."""
+    check_rate(p)
     if n_sentences < 2 or n_sentences % 2:
         raise ValueError(
             f"n_sentences is {n_sentences}: pass an even number of held-out "

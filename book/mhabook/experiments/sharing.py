@@ -369,6 +369,18 @@ def memory(models=MODELS, tokens=32768):
 # The page's one call
 
 
+def check_shareable(model):
+    """Refuse a model whose layers have one head: g = h = 1, nothing to
+    share, so the page's steps down in g would be none."""
+    h = model.config.num_attention_heads
+    if h < 2:
+        raise ValueError(
+            f"the model has {h} attention head per layer, so there is no "
+            f"smaller number g of key/value heads to share: load a "
+            f"checkpoint with 2 or more heads per layer (MHA_CHECKPOINT)"
+        )
+
+
 @dataclass(frozen=True)
 class SharingKV:
     """Every number "Sharing keys and values" states."""
@@ -389,7 +401,9 @@ def sharing_results(
 ):
     """SharingKV: the checks, the timing (time_decoding's keyword
     arguments in `timing`, its defaults if None), the memory, and the
-    conversion of `model` measured on `sentences`."""
+    conversion of `model` measured on `sentences`. A model of one head
+    per layer is refused: it has no key/value heads to share."""
+    check_shareable(model)
     return SharingKV(
         checks=check_references(pairs),
         timing=time_decoding(**(timing or {})),

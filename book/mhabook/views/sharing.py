@@ -172,6 +172,8 @@ def page_numbers(r, model_name):
     a SharingKV record and the loaded model's name."""
     t, c = r.timing, r.conversion
     first, last = c.kv_counts[0], c.kv_counts[-1]
+    if first == last:  # one g below h (h prime): the step is from g = h
+        first = c.num_heads
     return {
         "model_name": model_name,
         "proof_pairs": len(r.checks.pairs),
