@@ -190,6 +190,7 @@ def test_the_tables_show_the_record():
     table = views.cache_table(memory).data
     assert "| Llama 3 8B | 32 | 8 | 128 | 4 |" in table
     assert "GiB at 32k tokens" in table
+    assert "BERT" not in table  # an encoder keeps no cache
     term = costs.Term
     timing = SimpleNamespace(
         lengths=(2, 4),

@@ -305,14 +305,15 @@ def time_decoding(
 
 # Memory
 
-# layers L, query heads h, key/value heads g, d_k, as each source states
+# layers L, query heads h, key/value heads g, d_k, as each source states;
+# decoders only: BERT looks both ways, so it keeps no cache
 MODELS = {
-    "BERT-base": (12, 12, 12, 64),
     "Llama 2 7B": (32, 32, 32, 128),
     "Llama 3 8B": (32, 32, 8, 128),
     "Mistral 7B": (32, 32, 8, 128),
     "Falcon-7B": (32, 71, 1, 64),
 }
+BERT_BASE = (12, 12, 12, 64)  # L, h, g, d_k: the width for the parameters
 
 
 def kv_cache_bytes(layers, kv_heads, head_dim, tokens, bytes_per_number=2):
@@ -341,10 +342,10 @@ class Memory:
     mistral_window_mib: float  # Mistral 7B's cache, 4,096 tokens (window)
 
 
-def memory(models=MODELS, tokens=32768):
+def memory(models=MODELS, tokens=32768, base=BERT_BASE):
     """Memory of the cache for `models`, and what sharing keeps of an
-    attention layer's parameters at BERT-base's shape."""
-    L, h, _, d_k = models["BERT-base"]
+    attention layer's parameters at the shape `base` (BERT-base's)."""
+    _, h, _, d_k = base
     mistral = [models["Mistral 7B"][i] for i in (0, 2, 3)]  # L, g, d_k
     return Memory(
         models=dict(models),
