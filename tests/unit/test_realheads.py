@@ -786,7 +786,9 @@ def outcomes(results):
 def test_the_page_finds_the_planted_claim_heads():
     found = outcomes(planted_results())
     assert found["claim_1"][0] == "all"  # the one head keeps to its own
-    assert found["claim_2"] == (True, "replicates on both halves")
+    assert found["claim_2"] == (True, "holds on both halves")
+    assert found["c2_halves"] == ("all", "holds on both halves")
+    assert found["same_head"] == (True, "the same head")  # one planted
     assert found["claim_sense"][0] == "same"  # a head of position
     assert found["claim_coref"][0] is True
     assert found["norm_verdict"][0] is True
@@ -797,6 +799,7 @@ def test_the_page_verdicts_flip_when_the_planted_heads_are_removed():
     found = outcomes(planted_results(flies_head=None, control_head=None))
     assert found["claim_2"][0] is False
     assert found["c2_forward"][0] is found["swap_holds"][0] is False
+    assert found["c2_halves"][0] == "none"
     assert found["claim_sense"][0] == "same"  # nothing to compare
     sense = outcomes(planted_results(control_head=None))["claim_sense"]
     assert sense == ("more", "the change of sense raises the score")

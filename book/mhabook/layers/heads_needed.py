@@ -36,25 +36,25 @@ def zero_heads_hook(heads, num_heads):
         )
 
     def hook(module, args):
-        (context,) = args  # (B, T, C): the heads' outputs side by side
-        B, T, C = context.shape
+        (context,) = args  # (B, T, d): the heads' outputs side by side
+        B, T, d = context.shape
         keep = torch.ones(num_heads, dtype=context.dtype)
         keep[heads] = 0.0
-        per_head = context.view(B, T, num_heads, C // num_heads)
+        per_head = context.view(B, T, num_heads, d // num_heads)
         per_head = per_head * keep[:, None]  # (B, T, h, d_k)
-        return (per_head.view(B, T, C),)  # (B, T, C)
+        return (per_head.view(B, T, d),)  # (B, T, d)
 
     return hook
 
 
 def without_head(batched, i, hidden_state):
-    """(B, T, C): what the layer outputs when built without head i: the
+    """(B, T, d): what the layer outputs when built without head i: the
     loop layer's other heads, concatenated, through W^O minus W^O_i."""
     loop = loop_from_batched(batched)
     del loop.heads[i]  # head i's query, key and value weights are gone
-    C, d_k = batched.output_linear.in_features, batched.head_dim
-    keep = torch.arange(C) // d_k != i  # the columns of W^O kept
-    W_O = batched.output_linear.weight[:, keep]  # (C, C - d_k)
+    d, d_k = batched.output_linear.in_features, batched.head_dim
+    keep = torch.arange(d) // d_k != i  # the columns of W^O kept
+    W_O = batched.output_linear.weight[:, keep]  # (d, d - d_k)
     Z = [head(hidden_state)[0] for head in loop.heads]  # (B, T, d_k) each
     return F.linear(torch.cat(Z, dim=-1), W_O, batched.output_linear.bias)
 

@@ -223,7 +223,7 @@ def page_verdicts(result):
             {
                 "negative": "tend to matter less",
                 "positive": "tend to matter more",
-                "neither": "are not shown to matter less",
+                "neither": "show no trend in importance beyond chance",
             },
         ),
         ("table_rest", "sign_near", (r.rho_rest, r.chance_rest), TREND),

@@ -7,6 +7,7 @@ import matplotlib as mpl
 import matplotlib.pyplot as plt
 import numpy as np
 
+from ..experiments.verdicts import all_above
 from .plotting import PALETTE, head_scatter
 
 
@@ -167,6 +168,7 @@ def page_numbers(results):
         "best_head": best.head,
         "best_chosen": best.chosen,
         "n_odd": c2.n_confirm,
+        "n_half": max(c2.n_choose, c2.n_confirm),  # held out, either way
         **_estimate("best_score", best.score),
         **_estimate("best_contrast_a", best.contrast_a),
         **_estimate("best_contrast_b", best.contrast_b),
@@ -244,9 +246,29 @@ def page_verdicts(results):
             "all_above",
             (best.pattern_margins + swapped.pattern_margins, 0),
             {
-                True: "replicates on both halves",
-                False: "replicates on at most one half",
+                True: "holds on both halves",
+                False: "is not established on both halves",
             },
+        ),
+        (
+            "c2_halves",  # how many of the two held-out tests pass
+            "how_many",
+            (
+                sum(all_above(t.pattern_margins, 0) for t in (best, swapped)),
+                2,
+            ),
+            {
+                "none": "is shown on neither half",
+                "some": "holds on one of the two halves",
+                "most": "holds on one of the two halves",  # (1 of 2)
+                "all": "holds on both halves",
+            },
+        ),
+        (
+            "same_head",  # the search on the even pairs, and on the odd
+            "above",
+            (int((best.layer, best.head) == (swapped.layer, swapped.head)), 0),
+            {True: "the same head", False: "a different head"},
         ),
         ("c2_forward", "all_above", (best.pattern_margins, 0), passes),
         ("swap_holds", "all_above", (swapped.pattern_margins, 0), passes),
