@@ -217,13 +217,23 @@ def page_verdicts(result):
             {True: "can", False: "cannot"},
         ),
         (
-            "verdict_rest",
+            "verdict_special",  # the planned test, over all heads
+            "sign",
+            (r.correlation["special"], r.chance),
+            {
+                "negative": "tend to matter less, as predicted",
+                "positive": "tend to matter more, against the prediction",
+                "neither": "show no trend that beats chance",
+            },
+        ),
+        (
+            "verdict_rest",  # the smaller test, outside the top layer
             "sign",
             (r.rho_rest, r.chance_rest),
             {
-                "negative": "tend to matter less",
-                "positive": "tend to matter more",
-                "neither": "show no trend in importance beyond chance",
+                "negative": "finds such heads matter less there",
+                "positive": "finds such heads matter more there",
+                "neither": "cannot tell if such heads differ there",
             },
         ),
         ("table_rest", "sign_near", (r.rho_rest, r.chance_rest), TREND),
