@@ -221,8 +221,8 @@ def page_verdicts(result):
             "sign",
             (r.correlation["special"], r.chance),
             {
-                "negative": "tend to matter less, as predicted",
-                "positive": "tend to matter more, against the prediction",
+                "negative": "tend to matter less",
+                "positive": "tend to matter more",
                 "neither": "show no trend that beats chance",
             },
         ),
@@ -233,7 +233,7 @@ def page_verdicts(result):
             {
                 "negative": "finds such heads matter less there",
                 "positive": "finds such heads matter more there",
-                "neither": "cannot tell if such heads differ there",
+                "neither": "finds no trend beyond chance there",
             },
         ),
         ("table_rest", "sign_near", (r.rho_rest, r.chance_rest), TREND),
