@@ -293,11 +293,19 @@ def test_the_curves_start_and_end_where_they_must(planted):
     )
 
 
-def test_a_model_of_one_layer_is_refused_with_what_the_page_needs():
+@pytest.mark.parametrize(
+    "size, fix",
+    [
+        ({"num_hidden_layers": 1}, "at least 2 layers"),
+        ({"num_attention_heads": 1}, "more layers or more heads"),
+    ],
+)
+def test_a_model_too_small_is_refused_naming_what_the_page_needs(size, fix):
     sentences, rows = tiny_set()
-    model = tiny_bert(num_hidden_layers=1)
-    with pytest.raises(ValueError, match="at least 2 layers"):
-        heads_needed_results(model, tiny_tokenizer(), sentences, rows)
+    with pytest.raises(ValueError, match=fix):
+        heads_needed_results(
+            tiny_bert(**size), tiny_tokenizer(), sentences, rows
+        )
 
 
 def test_round_up_keeps_a_bound_a_bound():
@@ -398,13 +406,6 @@ def test_the_page_glues_every_name_it_shows_and_shows_every_number(planted):
     verdicts = {name for name, *_ in page_verdicts(result)}
     assert shown - numbers - verdicts - in_cells == set()
     assert numbers | verdicts <= shown
-
-
-def test_a_model_of_one_head_is_refused_naming_more_heads_as_a_fix():
-    sentences, rows = tiny_set()
-    model = tiny_bert(num_attention_heads=1)
-    with pytest.raises(ValueError, match="more layers or more heads"):
-        heads_needed_results(model, tiny_tokenizer(), sentences, rows)
 
 
 def test_a_row_without_three_columns_is_named_with_the_file_to_fix():
