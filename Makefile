@@ -22,9 +22,14 @@ unexport PYTHONDONTWRITEBYTECODE
 book: $(STAMP)
 	$(BIN)/jupyter-book build . -W -n --keep-going
 
+# One test process more than the machine has cores, at most four: a
+# browser test spends part of its time waiting for a page to settle, and
+# another process's test (or the book build) uses that core meanwhile.
+TEST_PROCESSES := $(shell n=$$(nproc); echo $$((n < 3 ? n + 1 : 4)))
+
 test: $(STAMP) lint
 	@command -v chromium >/dev/null || $(MAKE) chromium
-	$(BIN)/pytest -n auto --maxprocesses 4 --dist loadfile --no-loadscope-reorder \
+	$(BIN)/pytest -n $(TEST_PROCESSES) --dist loadscope --no-loadscope-reorder \
 		--build-book-first
 
 # book/mhabook/layers/ from the notebooks' `# @save` cells.
@@ -103,9 +108,11 @@ bench-ci: $(STAMP)
 # folders in $PIP_FIND_LINKS (where a machine keeps local wheels, such as
 # the CPU build of torch) are passed to it as --find-links; pip.conf is not
 # read. The two npm installs run beside it (and beside each other);
-# `wait` fails if either did.
+# `wait` fails if either did. --prefer-offline: npm takes what its cache
+# holds without asking the registry whether it is still current (the lock
+# files pin every version); a second install takes a quarter less CPU.
 UV := $(shell grep '^uv==' requirements.txt)
-NPM_CI := --ignore-scripts --no-audit --no-fund
+NPM_CI := --ignore-scripts --no-audit --no-fund --prefer-offline
 FIND_LINKS := $(foreach d,$(PIP_FIND_LINKS),--find-links $(d))
 install: $(STAMP)
 

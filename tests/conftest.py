@@ -2,9 +2,9 @@
 runs under the network guard in tests/harness/netguard. A test during
 which anything tried to reach beyond localhost fails.
 
-`make test` runs the tests on several processes (pytest-xdist, one per
-core, at most four): each has its own guard log, browser and server, and
-they share one book build.
+`make test` runs the tests on several processes (pytest-xdist, one more
+than the cores, at most four): each has its own guard log, browser and
+server, and they share one book build.
 """
 
 import os
@@ -28,6 +28,10 @@ if WORKER and "OMP_NUM_THREADS" not in os.environ:
     threads = max(1, (os.cpu_count() or 1) // workers)
     os.environ["OMP_NUM_THREADS"] = str(threads)
 
+# The kernels the tests start run behind the book build's (see
+# harness/netguard/sitecustomize.py; BookBuild.start leaves this out).
+os.environ["MHA_SESSION_NICE"] = "10"
+
 LOG.parent.mkdir(exist_ok=True)
 LOG.write_text("")
 os.environ["NETGUARD_LOG"] = str(LOG)
@@ -50,21 +54,52 @@ def needs_book(item):
     )
 
 
+# Files whose tests go to the processes one parameter at a time: each
+# test of test_pages.py reads one page, which the process that runs them
+# loads once.
+SPLIT_BY_PARAMETER = {"tests/browser/test_pages.py"}
+
+
+def unit_of(nodeid):
+    """The tests `make test` hands to one process together: a file, or in
+    SPLIT_BY_PARAMETER the tests of one parameter of it."""
+    path = nodeid.split("::")[0]
+    if path in SPLIT_BY_PARAMETER and nodeid.endswith("]"):
+        return path + nodeid[nodeid.index("[") :]
+    return path
+
+
+@pytest.hookimpl(optionalhook=True)  # a run without pytest-xdist
+def pytest_xdist_make_scheduler(config, log):
+    """pytest-xdist's loadscope, with unit_of's units (its loadgroup
+    cannot group tests under pytest 9, whose node ids it cannot change)."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByUnit(LoadScopeScheduling):
+        def _split_scope(self, nodeid):
+            return unit_of(nodeid)
+
+    return ByUnit(config, log)
+
+
 def pytest_collection_modifyitems(items):
     """The files none of whose tests need the book build run first, while
-    it builds. The others follow, those with the most tests first, so
-    that the processes finish together. (`make test` hands out files in
-    this order: --no-loadscope-reorder.)"""
-    files = {}
+    it builds. The others follow: whole files, those with the most tests
+    first, then the units a file is split into (test_pages.py: one per
+    page), small ones that even out the processes' ends. (`make test`
+    hands out units in this order: --no-loadscope-reorder.)"""
+    units = {}
     for item in items:
-        files.setdefault(item.path, []).append(item)
+        units.setdefault(unit_of(item.nodeid), []).append(item)
 
-    def order(path):
-        needs = any(map(needs_book, files[path]))
-        return (needs, -len(files[path]) if needs else 0)
+    def order(unit):
+        tests = units[unit]
+        needs = any(map(needs_book, tests))
+        split = unit.endswith("]")
+        return (needs, needs and split, -len(tests) if needs else 0)
 
     items[:] = [
-        item for path in sorted(files, key=order) for item in files[path]
+        item for unit in sorted(units, key=order) for item in units[unit]
     ]
     # the notebooks the selected tests name, for the build to run first
     named = {
@@ -122,6 +157,7 @@ class BookBuild:
         with FileLock(self.folder / "book.lock"):
             if not self.log.exists():  # no process has started it
                 env = {**os.environ, "NETGUARD_LOG": str(self.guard_log)}
+                env.pop("MHA_SESSION_NICE", None)  # the build comes first
                 with open(self.log, "w") as log:
                     try:
                         build = subprocess.Popen(

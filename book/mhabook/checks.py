@@ -9,9 +9,11 @@ error that names the fix, because the layers call these checks:
   an input that is not (B, T, d);
 - `check_input`, an input of shape (B, T, d) and of the weights' dtype;
 - `check_split`, the rule d_k = d / h, with the head counts that fit;
+- `check_head`, a head number that the layer has;
 - `check_attention_mask` and `check_bool_mask`, masks that are bool and fit;
 - `check_targets`, the targets of a hand-built pointer head;
-- `check_weights`, the keys and shapes of weights copied into a layer.
+- `check_weights`, the keys and shapes of weights copied into a layer;
+- `check_padding`, the lengths of a padding mask.
 """
 
 import functools
@@ -41,6 +43,15 @@ def check_split(embed_dim, num_heads):
             f"heads: {embed_dim} / {num_heads} is not a whole number. "
             f"Use a head count that divides {embed_dim}, such as "
             f"{' or '.join(map(str, below + above))}."
+        )
+
+
+def check_head(head, num_heads):
+    """Refuse a head number outside 0 to num_heads - 1, naming the range."""
+    if not _whole(head) or not 0 <= head < num_heads:
+        raise ValueError(
+            f"head {head!r} is not in this layer: its heads are numbered 0 "
+            f"to {num_heads - 1}; pick one of those"
         )
 
 
@@ -201,9 +212,16 @@ def check_weights(target, weights):
     """Refuse weights whose keys or shapes differ from the state dict
     `target` they are to be copied into; nothing is copied here."""
     if weights.keys() != target.keys():
+        missing = sorted(target.keys() - weights.keys())
+        unexpected = sorted(weights.keys() - target.keys())
+        fix = "use weights of this kind of layer"
+        if any(k.startswith("heads.") for k in unexpected):
+            fix = "a loop layer's: use batched_from_loop"
+        elif any(k.startswith("heads.") for k in missing):
+            fix = "a batched layer's: use loop_from_batched"
         raise ValueError(
-            f"keys differ: missing {sorted(target.keys() - weights.keys())}, "
-            f"unexpected {sorted(weights.keys() - target.keys())}"
+            f"keys differ: missing {missing[:4]}, unexpected {unexpected[:4]}"
+            f" ({len(missing)} and {len(unexpected)} in all): {fix}"
         )
     for key, value in weights.items():
         if value.shape != target[key].shape:
@@ -211,3 +229,19 @@ def check_weights(target, weights):
                 f"{key}: shape {tuple(value.shape)} does not fit "
                 f"{tuple(target[key].shape)}"
             )
+
+
+def check_padding(lengths, num_tokens):
+    """Refuse a padding length outside 0 to num_tokens, naming it."""
+    lengths = torch.as_tensor(lengths)
+    if lengths.dim() != 1 or lengths.is_floating_point():
+        raise ValueError(
+            f"lengths are one whole number per sequence, such as [5, 3]; "
+            f"got {lengths.tolist()!r}"
+        )
+    wrong = [n for n in lengths.tolist() if not 0 <= n <= num_tokens]
+    if wrong:
+        raise ValueError(
+            f"length(s) {wrong} do not fit {num_tokens} tokens: each "
+            f"sequence has 0 to {num_tokens} real tokens"
+        )

@@ -244,7 +244,7 @@ EDITS = [
         "many_heads",
         "new sentence, words kept",
         many_text('"the cat sat on the mat"'),
-        refuses="'time' is not in the sentence.*For linked, use words",
+        refuses="'time' is not in the sentence.*[Uu]se words",
     ),
     Edit(
         "many_heads",
@@ -256,7 +256,7 @@ EDITS = [
         "many_heads",
         "capitalised word",
         many_text('"Time flies like an arrow."', '"Time", "flies"'),
-        refuses="reads 'Time' as 'time'.*use 'time' instead",
+        refuses="reads 'Time' as 'time'.*[Uu]se 'time' instead",
     ),
     Edit(
         "many_heads",
@@ -541,7 +541,7 @@ EDITS = [
         "sizes for the batched layer",
         (
             change(
-                "tight = dict(",
+                "back = loop_from_batched(batched)",
                 "batched = batched_from_loop(loop)",
                 "batched = BatchedMultiHeadAttention(d, h)",
             ),
@@ -553,7 +553,7 @@ EDITS = [
         "input without a batch axis",
         (
             change(
-                "tight = dict(",
+                "back = loop_from_batched(batched)",
                 "out, weights = batched(hidden_state)",
                 "out, weights = batched(hidden_state[0])",
             ),

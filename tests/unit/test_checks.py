@@ -12,7 +12,9 @@ from torch import nn
 from mhabook.checks import (
     check_attention_mask,
     check_bool_mask,
+    check_head,
     check_input,
+    check_padding,
     check_split,
     check_targets,
     check_weights,
@@ -144,3 +146,26 @@ def test_weights_to_copy_must_have_the_keys_and_shapes():
         check_weights(target, {"a": torch.ones(2, 3), "c": torch.ones(3)})
     with pytest.raises(ValueError, match=r"a: shape \(3, 2\) does not fit"):
         check_weights(target, {"a": torch.ones(3, 2), "b": torch.ones(3)})
+
+
+@pytest.mark.parametrize("head", [-1, 12, 2.0, True])
+def test_check_head_refuses_a_head_the_layer_lacks(head):
+    check_head(11, 12)
+    with pytest.raises(ValueError, match="numbered 0 to 11"):
+        check_head(head, 12)
+
+
+def test_weights_of_the_other_layer_kind_name_the_converter():
+    loop = {"heads.0.q.weight": torch.zeros(2), "output_linear.bias": 0}
+    batched = {"qkv.weight": torch.zeros(2), "output_linear.bias": 0}
+    with pytest.raises(ValueError, match="batched_from_loop"):
+        check_weights(batched, loop)
+    with pytest.raises(ValueError, match="loop_from_batched"):
+        check_weights(loop, batched)
+
+
+@pytest.mark.parametrize("lengths", [[5, 6], [-1, 3], [[5, 3]], [2.5, 3]])
+def test_padding_lengths_must_fit_the_tokens(lengths):
+    check_padding([5, 0], 5)
+    with pytest.raises(ValueError, match="[5, 3]|0 to 5"):
+        check_padding(lengths, 5)

@@ -30,3 +30,12 @@ def test_fidelity_is_one_for_the_same_embeddings_and_less_otherwise():
     assert fidelity(reference, torch.randn(5, 8)) < 0.9
     with pytest.raises(ValueError, match="same sentences"):
         fidelity(reference, torch.randn(4, 8))
+
+
+def test_a_sentence_longer_than_the_positions_is_refused_by_number():
+    tokenizer, model = tiny_tokenizer(), tiny_bert()
+    most = model.config.max_position_embeddings
+    long = " ".join(["time"] * most)  # + [CLS] and [SEP]: too long
+    sentence_embeddings(model, tokenizer, ["time flies"])
+    with pytest.raises(ValueError, match=r"sentence 2 .* positions"):
+        sentence_embeddings(model, tokenizer, ["time flies", long])

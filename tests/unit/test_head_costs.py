@@ -8,6 +8,7 @@ import torch
 
 from mhabook.experiments import costs
 from mhabook.experiments.costs import Accounting, PairedRatio, Term
+from mhabook.experiments.verdicts import compare
 from mhabook.views import head_costs
 
 matplotlib.use("Agg")
@@ -67,19 +68,24 @@ def test_accounting_table_rows_in_signed_ms():
     assert "-3.000 to -1.000" in table
 
 
-def test_interval_text_never_rounds_an_end_to_one():
-    assert head_costs.interval_text(PairedRatio(1.0, 1.004, 1.2)) == (
-        "1.0040 to 1.20"
+def test_numbers_keep_two_or_three_significant_digits():
+    texts = [head_costs.number(x) for x in (0.5912, 1.0034, 8.624, 10.94)]
+    assert texts == ["0.59", "1.00", "8.62", "10.9"]
+    assert head_costs.number(1234.5) == "1,234"
+    assert head_costs.ratio_text(PairedRatio(10.94, 8.621, 13.16)) == (
+        "10.9 (8.62 to 13.2)"
     )
 
 
-def test_ratio_text_never_rounds_an_end_to_one():
-    assert head_costs.ratio_text(PairedRatio(0.9, 0.85, 0.996)) == (
-        "0.90 (0.85 to 0.9960)"
-    )
-    assert head_costs.ratio_text(PairedRatio(1.001, 0.5, 1.0)) == (
-        "1.00 (0.50 to 1.00)"
-    )
+def test_a_verdict_on_the_shown_ratio_agrees_with_its_text():
+    """An end printed as 1.00 is 1 for the rule: the interval holds 1."""
+    ratio = head_costs.shown(PairedRatio(0.95, 0.78, 0.9966))
+    assert (ratio.median, ratio.low, ratio.high) == (0.95, 0.78, 1.0)
+    assert compare(*ratio.against(1)) == "same"
+    assert head_costs.ratio_text(ratio) == "0.95 (0.78 to 1.00)"
+    below = head_costs.shown(PairedRatio(0.95, 0.78, 0.994))
+    assert compare(*below.against(1)) == "less"
+    assert head_costs.shown(PairedRatio(1234.4, 1000, 1500)).median == 1234
 
 
 def test_comparisons_table_gives_every_ratio_at_every_length():

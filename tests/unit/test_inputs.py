@@ -15,6 +15,7 @@ from mhabook.experiments.inputs import (
     check_sentence,
     note_unless,
     word_position,
+    word_positions,
 )
 
 
@@ -76,6 +77,15 @@ def test_a_missing_word_is_told_apart_by_why(tokenizer, word, said):
     tokens = tokenizer.tokenize(text)
     with pytest.raises(ValueError, match=said):
         word_position(tokens, word, text, tokenizer)
+
+
+def test_several_words_are_found_in_order_or_the_first_missing_named(
+    tokenizer,
+):
+    text = "the cat sat on the mat"
+    assert word_positions(tokenizer, text, ("sat", "cat", "the")) == [2, 1, 0]
+    with pytest.raises(ValueError, match="'dog' is not in the sentence"):
+        word_positions(tokenizer, text, ("cat", "dog", "fish"))
 
 
 def test_words_split_at_spaces_keep_their_case_and_punctuation():

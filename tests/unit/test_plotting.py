@@ -297,3 +297,15 @@ def test_head_matrices_and_heatmaps_name_the_fix_for_their_sizes():
 def test_heatmap_refuses_a_string_for_the_tokens():
     with pytest.raises(ValueError, match=r"one string.*list.*text\.split"):
         attention_heatmap(np.eye(5), "time flies like an arrow")
+
+
+def test_flies_bars_draws_both_rows_and_wants_a_name_for_each():
+    from mhabook.views.testing import flies_bars
+
+    rows, tokens = torch.rand(2, 3), ["time", "flies", "fast"]
+    ax = flies_bars(rows, tokens, [1], ["A", "B"])
+    assert len(ax.patches) == 6
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["A", "B"]
+    plt.close("all")
+    with pytest.raises(ValueError, match="two names"):
+        flies_bars(rows, tokens, [1], ["A"])

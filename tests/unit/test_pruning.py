@@ -9,7 +9,6 @@ from mhabook.experiments.pruning import (
     SentenceBatch,
     attention_shares,
     chance_correlation,
-    detectable_correlation,
     heads_needed_results,
     overlap_rows,
     paired_counts,
@@ -19,6 +18,11 @@ from mhabook.experiments.pruning import (
     round_up,
     rows_needed,
     sign_test,
+    within_layer_chance,
+    within_layer_correlation,
+    within_layer_correlations,
+    within_layer_detectable,
+    within_layer_power,
 )
 from mhabook.layers.heads_needed import group_by_layer, heads_removed
 from tiny import tiny_bert, tiny_tokenizer
@@ -85,6 +89,8 @@ def test_a_head_that_does_not_exist_is_refused_with_the_ranges():
         group_by_layer([(0, 0), (2, 0)], num_layers=2, num_heads=2)
     with pytest.raises(ValueError, match=r"head \(0, -1\)"):
         group_by_layer([(0, -1)], num_layers=2, num_heads=2)
+    with pytest.raises(ValueError, match=r"such as \[\(0, 1\)\]"):
+        group_by_layer((0, 1), num_layers=2, num_heads=2)  # one pair
     assert group_by_layer([(1, 1), (0, 1), (1, 0), (1, 1)], 2, 2) == {
         0: [1],
         1: [0, 1],
@@ -153,16 +159,70 @@ def test_rows_needed_is_the_fewest_rows_a_sign_test_can_detect():
     assert sign_test(k, 0) < 0.05 <= sign_test(k - 1, 0)
 
 
-def test_chance_and_detectable_correlations():
+def test_the_chance_bar_of_a_correlation_over_all_heads():
     g = torch.Generator().manual_seed(0)
     bar = chance_correlation(72, 0.95, g)
     assert 0.2 < bar < 0.28  # about 1.96 / sqrt(71) = 0.23
     assert chance_correlation(72, 0.99, g) > bar
-    assert detectable_correlation(bar, 72) > bar  # power 0.8 needs more
-    assert detectable_correlation(bar, 72, power=0.5) == pytest.approx(
-        bar, abs=1e-9
+
+
+LAYERS = torch.arange(6, dtype=torch.double)[:, None]  # (L, 1)
+
+
+def test_the_within_layer_test_finds_a_trend_inside_the_layers():
+    # in each layer b follows a (plus a little noise), while the layers'
+    # means run the other way: over all heads, the trend is reversed
+    g = torch.Generator().manual_seed(0)
+    a = torch.rand(6, 12, generator=g, dtype=torch.double) + 10 * LAYERS
+    b = a - 10 * LAYERS + 0.3 * torch.rand(6, 12, generator=g) - 20 * LAYERS
+    assert rank_correlation(a, b) < -0.9  # between layers: reversed
+    within = within_layer_correlation(a, b)
+    assert within > 0.8
+    assert within > within_layer_chance(a, b, 0.983, g)
+
+
+def test_the_within_layer_test_ignores_a_trend_between_layers_only():
+    # in each layer, b's ranks are uncorrelated with a's (rank correlation
+    # exactly 0 for [1, 3, 0, 2] against [0, 1, 2, 3]), but both grow with
+    # the layer: over all heads the correlation is strong
+    a = torch.arange(4, dtype=torch.double) + 10 * LAYERS  # (6, 4)
+    b = torch.tensor([1.0, 3.0, 0.0, 2.0]) + 10 * LAYERS
+    assert rank_correlation(a, b) > 0.9
+    assert within_layer_correlations(a, b).abs().max() < 1e-12
+    g = torch.Generator().manual_seed(0)
+    assert within_layer_chance(a, b, 0.95, g) > 0.1  # not passed
+
+
+def test_the_within_layer_null_shuffles_heads_inside_each_layer_only():
+    g = torch.Generator().manual_seed(0)
+    a, b = torch.rand(2, 6, 12, generator=g, dtype=torch.double)
+    bar = within_layer_chance(a, b, 0.95, torch.Generator().manual_seed(1))
+    shifted = within_layer_chance(
+        a + 5 * LAYERS, b - 7 * LAYERS, 0.95, torch.Generator().manual_seed(1)
     )
-    assert detectable_correlation(0.5, 3) == 1.0
+    assert shifted == bar  # the layers' means do not enter
+    # the mean of 6 rank correlations over 12 heads: about 1.96 / sqrt(66)
+    assert 0.2 < bar < 0.28
+    one = within_layer_chance(a[:1], b[:1], 0.95, g)
+    assert one == pytest.approx(chance_correlation(12, 0.95, g), abs=0.06)
+
+
+def test_the_within_layer_power_is_what_the_simulation_says():
+    g = torch.Generator().manual_seed(0)
+    a, b = torch.rand(2, 6, 12, generator=g, dtype=torch.double)
+    bar = within_layer_chance(a, b, 0.983, g)
+    detectable = within_layer_detectable(bar, 6, 12)
+    assert bar < detectable < 1.0
+    g = torch.Generator().manual_seed(5)  # fresh draws
+    assert within_layer_power(0.0, bar, 6, 12, g) < 0.03  # about 1.7%
+    assert within_layer_power(detectable, bar, 6, 12, g) == pytest.approx(
+        0.8, abs=0.03
+    )
+    assert within_layer_detectable(bar, 6, 12, power=0.5) < detectable
+    # two heads a layer: every layer's correlation is +-1, so the bar is 1
+    # and no true correlation passes it: reported as 1.0
+    two = within_layer_chance(a[:2, :2], b[:2, :2], 0.983, g)
+    assert within_layer_detectable(two, 2, 2) == 1.0
 
 
 def test_attention_shares_name_what_a_head_attends_to():
@@ -291,6 +351,11 @@ def test_the_curves_start_and_end_where_they_must(planted):
     assert result.correlation["special"] == pytest.approx(
         rank_correlation(result.shares["special"], result.importance)
     )
+    special = result.shares["special"]
+    assert result.within["special"] == pytest.approx(
+        within_layer_correlation(special, result.importance)
+    )
+    assert result.by_layer["self"].shape == (L,)
 
 
 @pytest.mark.parametrize(
@@ -334,9 +399,12 @@ def test_the_figures_draw_what_the_record_holds(planted):
     assert bottom.get_lines()[-1].get_ydata()[0] == result.limit
     plt.close(fig)
     fig = behaviour_scatter(result)
-    titles = [ax.get_title() for ax in fig.axes[:3]]
-    expected = [f"{result.correlation[k]:+.2f}" for k in result.shares]
-    assert [t.split()[-1] for t in titles] == expected
+    top, bottom = fig.axes[:2]
+    assert top.get_title().endswith(f"{result.correlation['special']:+.2f}")
+    assert bottom.get_title().endswith(f"{result.within['special']:+.2f}")
+    dots, mean = bottom.get_lines()[1:3]  # after the zero line
+    assert list(dots.get_ydata()) == result.by_layer["special"].tolist()
+    assert mean.get_ydata()[0] == result.within["special"]
     plt.close(fig)
 
 
@@ -358,7 +426,7 @@ def test_the_page_numbers_are_read_off_the_record(planted):
         min(fids),
         max(fids),
     )
-    assert numbers["rho_rest"] == result.rho_rest
+    assert numbers["rho_within"] == result.within["special"]
 
 
 def test_every_page_verdict_has_short_phrases_for_each_outcome(planted):

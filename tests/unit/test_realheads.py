@@ -8,7 +8,6 @@ from mhabook.experiments import realheads
 from mhabook.experiments.realheads import (
     Estimate,
     claim1_test,
-    claim2_null,
     claim_one,
     claim_two,
     coreference_examples,
@@ -21,9 +20,11 @@ from mhabook.experiments.realheads import (
     flies_test,
     lifts,
     load_table,
+    mean_power,
     model_attentions,
     offset_sums,
     own_sentence_ratio,
+    pairs_needed,
     position,
     power_curve,
     pronouns_result,
@@ -44,7 +45,7 @@ from mhabook.experiments.realheads import (
     within_sentence_share,
     within_shares,
 )
-from mhabook.experiments.verdicts import all_above, compare, decide
+from mhabook.experiments.verdicts import all_above, decide
 from mhabook.views import testing
 from tiny import tiny_bert, tiny_tokenizer
 
@@ -163,6 +164,8 @@ def test_run_example_keeps_segments_and_special_positions(tokenizer):
     split["segments"] = torch.tensor([0, 0, 0, 1, 1])
     with pytest.raises(ValueError, match="cuts 'flies' into pieces"):
         position(split, "flies", 1)
+    with pytest.raises(ValueError, match="use 0 for sentence A or 1"):
+        position(pair, "flies", 2)
 
 
 def pairs_of_lengths(weigh):
@@ -215,12 +218,10 @@ def flies_synthetic(attention):
     ex = synthetic(attention, tokens, [0] * 6 + [1] * 5)
     ex["flies"] = (2, 7)
     ex["targets"] = [4, 6, 9]
-    words = torch.tensor([1, 3, 4, 6, 8, 9])
-    ex["pools"] = [words[:3], words[3:]]
     return ex
 
 
-def test_lifts_and_the_random_target_null():
+def test_lifts_of_an_even_head_and_of_a_targeted_one():
     T = 11
     attention = torch.full((1, 2, T, T), 1 / T)  # head 0: even spread
     attention[0, 1, 2] = 0.0
@@ -234,12 +235,6 @@ def test_lifts_and_the_random_target_null():
     torch.testing.assert_close(
         lifts(ex, ex["targets"])[:, 0, 1], torch.tensor([11.0, 5.5, 5.5])
     )
-    null = claim2_null([ex], 200, torch.Generator().manual_seed(0))
-    assert null.shape == (200, 1, 2)
-    torch.testing.assert_close(null[:, 0, 0], torch.ones(200))
-    # random targets rarely hit all three: the smallest lift is 0 mostly
-    assert (null[:, 0, 1] == 0).float().mean() > 0.5
-    assert null[:, 0, 1].max() <= 5.5
 
 
 def test_referent_accuracy_and_shuffled_labels():
@@ -520,24 +515,51 @@ def test_a_given_head_is_tested_as_given():
         flies_test(flies[:3])
 
 
-def test_claim_two_reports_all_layers_layers_above_0_and_the_control():
+def test_claim_two_reports_layer_0_and_layers_above_it():
     flies = planted_flies({(1, 0): claim_head, (0, 1): same_rows_head})
-    control = planted_flies({(0, 1): claim_head})  # B repeats A
-    for ex in flies + control:
-        ex["pools"] = [torch.tensor([1, 3, 4]), torch.tensor([6, 8, 9])]
-    c2 = claim_two(flies, control, draws=50)
-    assert (c2.best.layer, c2.best.head) == (0, 1)
+    c2 = claim_two(flies)
+    assert (c2.layer0.layer, c2.layer0.head) == (0, 1)
+    assert (c2.layer0_swapped.layer, c2.layer0_swapped.head) == (0, 1)
     assert (c2.upper.layer, c2.upper.head) == (1, 0)
-    # the control is measured on the best head, chosen on the real pairs
-    assert (c2.same_sense.layer, c2.same_sense.head) == (0, 1)
-    assert all_above(c2.same_sense.pattern_margins, 0)
+    assert (c2.upper_swapped.layer, c2.upper_swapped.head) == (1, 0)
     assert c2.source_targets == [4, 6, 9]
     assert c2.source_rows.shape == (2, T_FLIES)
-    # "flies" in A spreads 0.3 on x, f and y: f and y lead among words
+    # layer 0's "flies" in A spreads 0.3 on x, f and y: f and y lead
     assert set(c2.source_top) <= {"x", "f", "y"}
     assert c2.n_choose == c2.n_confirm == 4
     assert c2.even_scores.shape == (2, 2)
-    assert 0 < c2.null_best[1] < c2.best.score.mean  # the weak check
+    # claim_head's weakest target is 0.25 on every pair: no spread, so a
+    # head as strong as layer 0's (3.3) is found at once
+    assert c2.upper_sd == pytest.approx(0.0, abs=1e-6)
+    assert c2.upper_power == 1.0 and c2.upper_needed == 2
+
+
+def test_a_search_kept_to_layer_0_ignores_a_better_head_above_it():
+    flies = planted_flies({(1, 0): same_rows_head, (0, 0): claim_head})
+    assert (flies_test(flies).layer, flies_test(flies).head) == (1, 0)
+    layer0 = flies_test(flies, stop=1)
+    assert (layer0.layer, layer0.head) == (0, 0)
+    assert all_above(layer0.pattern_margins, 0)
+
+
+def test_the_power_of_a_mean_and_the_pairs_it_needs():
+    assert mean_power(1.0, 0.98, 4) == pytest.approx(0.5, abs=1e-3)
+    assert mean_power(1.0, 0.0, 100) == pytest.approx(0.025, abs=1e-3)
+    needed = pairs_needed(1.0, 0.5)  # (1.96 + 0.84)^2 / 0.25 = 31.4
+    assert needed == 32
+    assert mean_power(1.0, 0.5, needed) >= 0.8 > mean_power(1.0, 0.5, 31)
+    assert pairs_needed(1.0, 0.0) == pairs_needed(1.0, -0.2) == 10_000
+    assert mean_power(0.0, 0.1, 3) == 1.0 and pairs_needed(0.0, 0.1) == 2
+
+
+def test_the_power_matches_the_bootstrap_test_it_stands_for():
+    """Simulated sets of 16 pairs whose scores are spread by 0.5 around
+    1.3: the share whose bootstrap interval lies above 1 is near the
+    normal approximation's power."""
+    generator = torch.Generator().manual_seed(0)
+    sets = 1.3 + 0.5 * torch.randn(200, 16, generator=generator)
+    passed = sum(Estimate.of(s, seed=i).low > 1 for i, s in enumerate(sets))
+    assert passed / 200 == pytest.approx(mean_power(0.5, 0.3, 16), abs=0.1)
 
 
 def test_estimate_gives_a_mean_an_interval_and_a_count():
@@ -683,8 +705,9 @@ def test_testing_results_on_a_random_bert_find_no_claim_2():
     # pytest would collect `testing_results` as a test if it were imported
     results = realheads.testing_results(model, tokenizer, draws=50, sims=200)
     assert results.n_flies == 16 and results.n_pronouns == 32
-    assert results.claim2.best.score.low < 1.02  # near an even share
-    assert not all_above(results.claim2.best.pattern_margins, 0)
+    assert results.claim2.layer0.score.low < 1.02  # near an even share
+    assert not all_above(results.claim2.layer0.pattern_margins, 0)
+    assert results.claim2.upper.layer >= 1
     assert results.claim1.replicated <= 1
     assert results.by_weight.shape == results.by_norm.shape == (2,)
     assert results.pronouns.n_confirm == 16
@@ -715,60 +738,21 @@ def test_the_swapped_search_chooses_on_the_odd_pairs():
     assert len(swapped.score.values) == 4
 
 
-def sense_results(control_head):
-    """`claim_two` for the planted claim head, with controls (B repeats A)
-    in which head (1, 0) does `control_head`, or spreads evenly (None)."""
-    flies = planted_flies({(1, 0): claim_head})
-    heads = {} if control_head is None else {(1, 0): control_head}
-    return claim_two(flies, planted_flies(heads), draws=50)
-
-
-def stronger_head(n):
-    """claim_head's pattern, with every target weighted more."""
-    a, b = claim_head(n)
-    return {4: a[4] + 0.2, 6: 0.01, 9: 0.01}, {4: 0.01, 6: b[6] + 0.1, 9: 0.35}
-
-
-def test_a_head_that_reads_sense_scores_lower_on_the_controls():
-    c2 = sense_results(control_head=None)  # no pattern without the sense
-    assert c2.same_sense.score.mean == pytest.approx(1.0)
-    assert c2.sense.low > 1  # the real pairs beat their controls
-    assert compare(c2.sense.low, c2.sense.high, 0, 0) == "more"
-
-
-def test_a_head_that_reads_position_scores_the_same_on_the_controls():
-    c2 = sense_results(control_head=claim_head)  # the same places, rows
-    torch.testing.assert_close(c2.sense.values, torch.zeros(4))
-    assert compare(c2.sense.low, c2.sense.high, 0, 0) == "same"
-    c2 = sense_results(control_head=stronger_head)
-    assert compare(c2.sense.low, c2.sense.high, 0, 0) == "less"
-
-
-def test_claim_two_needs_a_control_per_pair():
-    flies = planted_flies({(1, 0): claim_head})
-    with pytest.raises(ValueError, match="same_sense_examples"):
-        claim_two(flies, flies[:-2], draws=10)
-
-
 # --- the page's verdicts, on planted heads -----------------------------------
 
 
-def planted_results(flies_head=claim_head, control_head=claim_head):
+def planted_results(flies_heads=((0, 1),), head=claim_head):
     """A `TestingHeads` record of planted heads: claim 1's head keeps to its
-    own sentence; claim 2's head `flies_head` (None: every head spreads
-    evenly) with controls `control_head`; a pronoun head that finds the
-    referent."""
+    own sentence; claim 2's `head` at each of `flies_heads` (every other
+    head spreads evenly); a pronoun head that finds the referent."""
     pairs = pairs_of_lengths(lambda off, same: 1.0 + 2.0 * same) * 4
-    flies = planted_flies({} if flies_head is None else {(1, 0): flies_head})
-    control = planted_flies(
-        {} if control_head is None else {(1, 0): control_head}
-    )
+    flies = planted_flies({where: head for where in flies_heads})
     return realheads.TestingHeads(
         n_pairs=len(pairs),
         n_flies=len(flies),
         n_pronouns=32,
         claim1=claim_one(pairs, seed=0),
-        claim2=claim_two(flies, control, draws=50),
+        claim2=claim_two(flies),
         pronouns=pronouns_result(planted_pronouns(), draws=200, sims=200),
         by_weight=torch.tensor([0.5, 0.4]),
         by_norm=torch.tensor([0.2, 0.1]),
@@ -784,25 +768,26 @@ def outcomes(results):
 
 
 def test_the_page_finds_the_planted_claim_heads():
-    found = outcomes(planted_results())
+    found = outcomes(planted_results())  # claim 2's head in layer 0
     assert found["claim_1"][0] == "all"  # the one head keeps to its own
-    assert found["claim_2"] == (True, "holds on both halves")
     assert found["c2_halves"] == ("all", "holds on both halves")
+    assert found["c2_forward"][0] is found["swap_holds"][0] is True
     assert found["same_head"] == (True, "the same head")  # one planted
-    assert found["claim_sense"][0] == "same"  # a head of position
+    assert found["c2_upper"][0] == "same"  # layer 1 spreads evenly
     assert found["claim_coref"][0] is True
     assert found["norm_verdict"][0] is True
-    assert found["best_where"][0] is True  # the planted head: layer 1
+    upper = outcomes(planted_results(flies_heads=((1, 0),)))
+    assert upper["c2_upper"] == ("more", "is above an even share")
+    assert upper["c2_halves"][0] == "none"  # layer 0 spreads evenly
 
 
 def test_the_page_verdicts_flip_when_the_planted_heads_are_removed():
-    found = outcomes(planted_results(flies_head=None, control_head=None))
-    assert found["claim_2"][0] is False
+    found = outcomes(planted_results(flies_heads=()))
     assert found["c2_forward"][0] is found["swap_holds"][0] is False
     assert found["c2_halves"][0] == "none"
-    assert found["claim_sense"][0] == "same"  # nothing to compare
-    sense = outcomes(planted_results(control_head=None))["claim_sense"]
-    assert sense == ("more", "the change of sense raises the score")
+    assert found["c2_upper"][0] == "same"
+    # layer 0 as strong as nothing: no test finds it
+    assert found["upper_enough"] == (False, "too seldom")
 
 
 RULE_OUTCOMES = {

@@ -61,8 +61,9 @@ def test_check_references_stops_at_a_layer_that_differs(monkeypatch):
         sharing.check_references([(4, 2)], head_dim=4, tokens=5)
 
 
-def test_a_cached_step_computes_what_the_step_without_it_does():
-    without, cached = sharing.decoding_steps(16, 4, 2, max_tokens=6)
+@pytest.mark.parametrize("num_layers", [1, 2, 3])
+def test_a_cached_step_computes_what_the_step_without_it_does(num_layers):
+    without, cached = sharing.decoding_steps(16, 4, 2, 6, num_layers)
     with torch.no_grad():
         for S in (1, 3, 6, 2):  # in any order: the cache is rewound
             torch.testing.assert_close(
@@ -71,10 +72,12 @@ def test_a_cached_step_computes_what_the_step_without_it_does():
 
 
 def planted_times(lengths, repeats, a=100e-6, b=1e-6, c=1e-7):
-    """A time_interleaved table in which the step without the cache costs
-    c S^2 and the cached step a + b S."""
+    """A time_interleaved table in which one layer's step without the
+    cache costs c S^2 and its cached step a + b S; the stack's, at the
+    longest S, 3 c S^2 and 2 (a + b S): a ratio 1.5 times one layer's."""
     S = torch.tensor(lengths, dtype=torch.float64)
-    row = torch.cat([c * S**2, a + b * S])
+    top = S[-1:]
+    row = torch.cat([c * S**2, a + b * S, 3 * c * top**2, 2 * (a + b * top)])
     return row.repeat(repeats, 1)
 
 
@@ -87,11 +90,15 @@ def test_time_decoding_reads_the_planted_costs(monkeypatch):
 
     monkeypatch.setattr(sharing, "time_interleaved", fake)
     timing = sharing.time_decoding(16, 4, 2, lengths, repeats=3)
-    assert len(seen) == 2 * 3
-    for fn in seen:  # each times a real step of the tiny layer
-        fn()
+    assert len(seen) == 2 * 3 + 2  # and the stack's two steps
+    outputs = [fn() for fn in seen]  # each a real step of a tiny stack
+    assert outputs[-1].shape == (1, 1, 16) and outputs[-2].shape == (1, 16)
     assert timing.without.shape == timing.cached.shape == (3, 3)
     assert timing.speedup.median == pytest.approx(1e-7 * 256 / 116e-6)
+    assert timing.stack_layers == 2
+    assert timing.stack_speedup.median == pytest.approx(
+        1.5 * timing.speedup.median
+    )
     assert timing.growth_without.median == pytest.approx(4.0)
     assert timing.growth_with.median == pytest.approx(116e-6 / 104e-6)
     # at each S: the medians of the planted steps, paired ratios of them
@@ -124,6 +131,8 @@ def test_time_decoding_times_each_step_on_a_tiny_layer():
 def test_time_decoding_says_what_lengths_it_needs(lengths, repeats):
     with pytest.raises(ValueError, match="half the longest"):
         sharing.time_decoding(16, 4, 2, lengths, repeats)
+    with pytest.raises(ValueError, match="give 2 or more"):
+        sharing.time_decoding(16, 4, 2, (4, 8), 3, stack_layers=1)
 
 
 def test_the_memory_of_the_cache():
@@ -168,7 +177,7 @@ def test_sharing_results_makes_every_part_on_a_tiny_bert(monkeypatch):
     assert numbers["speedup_text"] == "16.0 (16.0 to 16.0)"  # 16 µs / 1 µs
     assert numbers["growth_without"] == pytest.approx(4.0)  # 16 / 4
     assert numbers["growth_with_text"] == "1.00 (1.00 to 1.00)"
-    assert numbers["cached_range"] == "1 to 1"
+    assert numbers["stack_layers"] == 2
     assert (numbers["g_first"], numbers["g_last"]) == (2, 1)
     assert numbers["share_last"] == results.conversion.share_lost(1)
     assert numbers["kv_list"] == "2, 1"
@@ -207,10 +216,12 @@ def test_the_tables_show_the_record():
         "without / with |"
     )
     assert rows[2:] == [
-        "| 2 | 1.00 (0.50 to 2.00) | 3 (2 to 4) | 333.3 (250.0 to 400.0) |",
-        "| 4 | 4.00 (3.00 to 5.00) | 5 (4 to 6) | 800.0 (700.0 to 900.0) |",
+        "| 2 | 1 (0.5 to 2) | 3 (2 to 4) | 333 (250 to 400) |",
+        "| 4 | 4 (3 to 5) | 5 (4.5 to 6) | 800 (700 to 900) |",
     ]
     assert views.span_us(timing.cached_steps) == "3 to 5"
+    slow = costs.Term(0.16501, 0.15681, 0.18126)  # seconds: 3 digits in ms
+    assert views._three(slow, 1e3) == ("165", "(157 to 181)")
     assert views.markdown_table(["a", "b"], [[1, "x"]]).data == (
         "| a | b |\n|---|---:|\n| 1 | x |"
     )
@@ -222,6 +233,22 @@ def test_the_text_helpers_round_as_they_say():
     )
     assert views.estimate_text(1234.4, 1000, 1500) == "1,234 (1,000 to 1,500)"
     assert views.span(torch.tensor([0.5, 0.0123, 0.25])) == "0.012 to 0.5"
+
+
+def test_the_speed_phrases_read_each_outcome():
+    ratio = costs.PairedRatio(70.4, 66.2, 88.3)
+    assert views.faster_phrases(ratio)["more"] == (
+        "70.4 (66.2 to 88.3) times faster"
+    )
+    assert views.faster_phrases(ratio, interval=False)["more"] == (
+        "about 70 times faster"
+    )
+    slower = views.faster_phrases(costs.PairedRatio(0.25, 0.2, 0.5))
+    assert slower["less"] == "4.00 (2.00 to 5.00) times slower"  # 1 / x
+    wide = views.faster_phrases(costs.PairedRatio(68.04, 43.31, 108.6))
+    assert wide["more"] == "68.0 (43.3 to 109) times faster"
+    assert slower["same"] == "not measurably faster"
+    assert [views.about(x) for x in (1234, 0.0142)] == ["1,200", "0.014"]
 
 
 def test_the_figures_draw_from_any_number_of_heads(monkeypatch):

@@ -14,7 +14,7 @@ does for all-MiniLM-L6-v2: the mean over the tokens, normalised.
 `value_weighted` and `rollout` are the lab's other two readings of the
 weights; `head_ranking` ranks the heads as "Are all heads needed?" does.
 
-Shape letters: B batch, T tokens, C hidden size, h heads, d_k = C // h,
+Shape letters: B batch, T tokens, d the width, h heads, d_k = d // h,
 L layers.
 """
 
@@ -58,11 +58,11 @@ def masked_context_hook(keep):
     keep[k] (h,), a tensor; zero switches the head off."""
 
     def hook(module, args):
-        (context,) = args  # (B, T, C): the heads' outputs side by side
-        B, T, C = context.shape
+        (context,) = args  # (B, T, d): the heads' outputs side by side
+        B, T, d = context.shape
         h = keep.shape[0]
-        per_head = context.view(B, T, h, C // h) * keep[:, None]
-        return (per_head.view(B, T, C),)
+        per_head = context.view(B, T, h, d // h) * keep[:, None]
+        return (per_head.view(B, T, d),)
 
     return hook
 
@@ -70,13 +70,13 @@ def masked_context_hook(keep):
 def value_norms(values, W_O, num_heads):
     """||f_h(x_j)||: each head's value vectors through its slice of W^O.
 
-    values: (B, T, C), x W_V + b_V of one layer; W_O: (C, C), the weight
+    values: (B, T, d), x W_V + b_V of one layer; W_O: (d, d), the weight
     of its output projection (nn.Linear: out x in). Returns (B, h, T)."""
-    B, T, C = values.shape
-    d_k = C // num_heads
+    B, T, d = values.shape
+    d_k = d // num_heads
     per_head = values.view(B, T, num_heads, d_k)
-    W = W_O.view(W_O.shape[0], num_heads, d_k)  # (C_out, h, d_k)
-    f = torch.einsum("bthd,ohd->bhto", per_head, W)  # (B, h, T, C)
+    W = W_O.view(W_O.shape[0], num_heads, d_k)  # (d, h, d_k): out x (head, in)
+    f = torch.einsum("bthd,ohd->bhto", per_head, W)  # (B, h, T, d)
     return f.norm(dim=-1)
 
 
@@ -110,7 +110,7 @@ def masked_run(model, inputs, head_mask=None):
 
     inputs: the tokenizer's tensors (input_ids, attention_mask,
     token_type_ids), batch B. Returns (attention (B, L, h, T, T), value
-    norms (B, L, h, T), last hidden states (B, T, C))."""
+    norms (B, L, h, T), last hidden states (B, T, d))."""
     config = model.config
     mask = check_head_mask(
         head_mask, config.num_hidden_layers, config.num_attention_heads
@@ -127,7 +127,7 @@ def masked_run(model, inputs, head_mask=None):
 
 
 def mean_pooled(hidden, attention_mask):
-    """(B, C): the mean of each row's real tokens, normalised to length 1,
+    """(B, d): the mean of each row's real tokens, normalised to length 1,
     as sentence-transformers pools all-MiniLM-L6-v2."""
     weights = attention_mask.to(hidden.dtype)[..., None]  # (B, T, 1)
     mean = (hidden * weights).sum(1) / weights.sum(1).clamp(min=1e-9)

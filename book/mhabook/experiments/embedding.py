@@ -30,6 +30,19 @@ def load_lines(name):
     return [line for line in lines if line.strip() and line[0] != "#"]
 
 
+def check_lengths(model, tokenizer, sentences):
+    """Refuse a sentence longer than the model's positions, naming it."""
+    most = model.config.max_position_embeddings
+    ids = tokenizer(list(sentences), verbose=False)["input_ids"]
+    for number, (sentence, row) in enumerate(zip(sentences, ids), 1):
+        if len(row) > most:
+            raise ValueError(
+                f"sentence {number} ({sentence[:40]!r}...) is {len(row)} "
+                f"tokens, more than the model's {most} positions: shorten "
+                f"or split it"
+            )
+
+
 def sentence_embeddings(model, tokenizer, sentences, batch_size=64):
     """(N, d): each sentence's mean-pooled last hidden state."""
     if isinstance(sentences, str):
@@ -38,6 +51,7 @@ def sentence_embeddings(model, tokenizer, sentences, batch_size=64):
         )
     if not sentences:
         raise ValueError("no sentences to embed: pass a non-empty list")
+    check_lengths(model, tokenizer, sentences)
     pooled = []
     with torch.inference_mode():
         for start in range(0, len(sentences), batch_size):

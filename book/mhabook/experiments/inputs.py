@@ -7,7 +7,8 @@ into pieces, unknown) is a printed note, and the page goes on.
 `check_order` refuses an order of the tokens that is not a permutation.
 `word_position` finds a word a cell needs among the tokens, or says why it
 is not there: absent from the sentence, cut into pieces, or changed by
-lower-casing or punctuation. `note_unless` prints a note where a claim the
+lower-casing or punctuation; `word_positions` finds several words of a
+sentence at once. `note_unless` prints a note where a claim the
 text makes about the default example does not hold for the reader's input,
 so that the page runs on and draws the next figure.
 """
@@ -203,6 +204,14 @@ def word_position(tokens, word, text=None, tokenizer=None, name=None, why=""):
         name,
         why,
     )
+
+
+def word_positions(tokenizer, text, words):
+    """The position of each of `words` among the tokens of `text` (read
+    without [CLS] and [SEP]), or `word_position`'s ValueError for the first
+    word that is not there, which says why and which words to use."""
+    tokens = tokenizer.tokenize(text)
+    return [word_position(tokens, word, text, tokenizer) for word in words]
 
 
 def _refusal(problem, fix, name, why):

@@ -11,7 +11,7 @@ it cheap, the many models with heads removed run side by side in one batch
 change, on sentences batched by length (no padding); each distinct set of
 heads is run once.
 
-Shape letters: B batch, T tokens, C hidden size, h heads, d_k = C // h,
+Shape letters: B batch, T tokens, d the width, h heads, d_k = d // h,
 L layers, N sentences.
 """
 
@@ -19,7 +19,6 @@ import math
 import re
 from dataclasses import dataclass
 from decimal import ROUND_CEILING, Decimal
-from statistics import NormalDist
 
 import torch
 import torch.nn.functional as F
@@ -61,7 +60,7 @@ class SentenceBatch:
             inputs, last = self._record(model, batch)
             self.chunks.append((batch, inputs))
             pooled.append(self._pool(last, batch))
-        self.recorded = torch.cat(pooled)[self.unsort]  # (N, C)
+        self.recorded = torch.cat(pooled)[self.unsort]  # (N, d)
 
     def _record(self, model, batch):
         """What entered each layer, and what left the last one."""
@@ -85,23 +84,23 @@ class SentenceBatch:
         finally:
             for handle in handles:
                 handle.remove()
-        return inputs, outputs[-1]  # (B, T, C)
+        return inputs, outputs[-1]  # (B, T, d)
 
     @staticmethod
     def _pool(hidden, batch):
-        """(B, C): the mean of each sentence's real tokens' states."""
+        """(B, d): the mean of each sentence's real tokens' states."""
         mask = batch["attention_mask"].unsqueeze(-1)  # (B, T, 1)
         mask = mask.to(hidden.dtype)
-        return (hidden * mask).sum(1) / mask.sum(1)  # (B, C)
+        return (hidden * mask).sum(1) / mask.sum(1)  # (B, d)
 
     def embeddings(self, start=0, keep=None):
-        """(N, C): mean-pooled last hidden states, running the model's
+        """(N, d): mean-pooled last hidden states, running the model's
         layers from `start` on (with whatever hooks are on them).
 
         keep: an optional (V, L, h) tensor of ones and zeros, one variant
         of the model per row: head i of layer l is removed in variant v
         where keep[v, l, i] is 0. The V variants run as one batch, and the
-        result is (V, N, C). Heads in layers before `start` must be kept.
+        result is (V, N, d). Heads in layers before `start` must be kept.
         """
         if keep is None:
             return self._run(start, None)[0]
@@ -119,7 +118,7 @@ class SentenceBatch:
             args, kwargs = inputs[start]
             B = args[0].shape[0]
             args, kwargs = _repeat((args, kwargs), B, V)
-            hidden = args[0]  # (V B, T, C): what entered layer `start`
+            hidden = args[0]  # (V B, T, d): what entered layer `start`
             with torch.inference_mode():
                 for layer, block in enumerate(self.layers[start:], start):
                     if keep is None or keep[:, layer].all():
@@ -133,9 +132,9 @@ class SentenceBatch:
                         hidden = block(hidden, *args[1:], **kwargs)
                     finally:
                         handle.remove()
-            hidden = hidden.view(V, B, *hidden.shape[1:])  # (V, B, T, C)
+            hidden = hidden.view(V, B, *hidden.shape[1:])  # (V, B, T, d)
             pooled.append(torch.stack([self._pool(x, batch) for x in hidden]))
-        return torch.cat(pooled, dim=1)[:, self.unsort]  # (V, N, C)
+        return torch.cat(pooled, dim=1)[:, self.unsort]  # (V, N, d)
 
 
 def _same_length(order, lengths, batch_size):
@@ -171,12 +170,12 @@ def _variants_hook(keep):
     (variant-major): keep (V, h) says which heads each variant keeps."""
 
     def hook(module, args):
-        (context,) = args  # (V B, T, C)
-        VB, T, C = context.shape
+        (context,) = args  # (V B, T, d)
+        VB, T, d = context.shape
         V, h = keep.shape
-        per_head = context.view(V, VB // V, T, h, C // h)
+        per_head = context.view(V, VB // V, T, h, d // h)
         per_head = per_head * keep[:, None, None, :, None].to(context.dtype)
-        return (per_head.view(VB, T, C),)
+        return (per_head.view(VB, T, d),)
 
     return hook
 
@@ -188,13 +187,13 @@ def cosines(reference, changed):
 
 def paraphrase_rows(sentences, paraphrases, partners):
     """(N,) bool: the rows whose sentence embedding is closer (cosine) to
-    its paraphrase's than to its unrelated partner's; each is (N, C)."""
+    its paraphrase's than to its unrelated partner's; each is (N, d)."""
     return cosines(sentences, paraphrases) > cosines(sentences, partners)
 
 
 def paraphrase_score(sentences, paraphrases, partners):
     """Share of rows whose sentence embedding is closer (cosine) to its
-    paraphrase's than to its unrelated partner's; each argument is (N, C)."""
+    paraphrase's than to its unrelated partner's; each argument is (N, d)."""
     return (
         paraphrase_rows(sentences, paraphrases, partners).float().mean().item()
     )
@@ -309,15 +308,81 @@ def chance_correlation(n, level, generator, draws=2000):
     return null.abs().quantile(level).item()
 
 
-def detectable_correlation(bar, n, power=0.8):
-    """The true rank correlation whose sample value over n items passes
-    `bar` with probability `power`: Fisher's z, with the variance
-    1.06 / (n - 3) of Spearman's correlation (Fieller et al., 1957)."""
-    if n <= 3:
-        return 1.0  # too few items to detect anything short of perfect
-    spread = math.sqrt(1.06 / (n - 3))
-    z = math.atanh(min(bar, 0.999999)) + NormalDist().inv_cdf(power) * spread
-    return math.tanh(z)
+def _layer_ranks(x):
+    """(..., L, h): each value's rank among its layer's heads, centred."""
+    ranks = x.argsort(-1).argsort(-1).double()
+    return ranks - ranks.mean(-1, keepdim=True)
+
+
+def within_layer_correlations(a, b):
+    """(L,): the rank correlation of a[l] with b[l] in each layer l (no
+    ties); a and b are (L, h). How a layer's mean differs from another's
+    does not enter."""
+    ra, rb = _layer_ranks(a), _layer_ranks(b)
+    return (ra * rb).sum(-1) / (ra * ra).sum(-1)  # (L,)
+
+
+def within_layer_correlation(a, b):
+    """The mean over layers of `within_layer_correlations`: does a head
+    with more of `a` than its layer's other heads have more of `b`?"""
+    return within_layer_correlations(a, b).mean().item()
+
+
+def within_layer_chance(a, b, level, generator, draws=2000):
+    """The size that `within_layer_correlation` reaches by chance: the
+    `level` quantile of its size when b is shuffled among the heads of
+    each layer, apart (a permutation null that keeps every value in its
+    layer, so differences between layers cannot pass it)."""
+    L, h = b.shape
+    shuffle = torch.rand(draws, L, h, generator=generator).argsort(-1)
+    shuffled = b.expand(draws, L, h).gather(-1, shuffle)  # (draws, L, h)
+    ra, rb = _layer_ranks(a), _layer_ranks(shuffled)
+    null = ((ra * rb).sum(-1) / (ra * ra).sum(-1)).mean(-1)  # (draws,)
+    return null.abs().quantile(level).item()
+
+
+def within_layer_power(rho, bar, num_layers, num_heads, generator, sims=2000):
+    """The chance that `within_layer_correlation` passes +-`bar` when each
+    layer's two values have a true rank correlation `rho`: simulated on
+    normal pairs whose correlation r gives that rank correlation,
+    rho = (6 / pi) asin(r / 2)."""
+    return _power_curve(bar, num_layers, num_heads, generator, sims)(rho)
+
+
+def _power_curve(bar, num_layers, num_heads, generator, sims=2000):
+    """rho -> `within_layer_power`, on draws made once (so the curve is
+    smooth in rho and cheap to search)."""
+    shape = (sims, num_layers, num_heads)
+    x = torch.randn(shape, generator=generator, dtype=torch.double)
+    noise = torch.randn(shape, generator=generator, dtype=torch.double)
+    rx = _layer_ranks(x)
+
+    def power(rho):
+        r = 2 * math.sin(math.pi * rho / 6)
+        y = r * x + math.sqrt(max(1 - r * r, 0.0)) * noise
+        ry = _layer_ranks(y)
+        stat = ((rx * ry).sum(-1) / (rx * rx).sum(-1)).mean(-1)  # (sims,)
+        return (stat.abs() > bar).double().mean().item()
+
+    return power
+
+
+def within_layer_detectable(bar, num_layers, num_heads, power=0.8, seed=0):
+    """The true within-layer rank correlation that the test passes with
+    chance `power` (bisection, the same simulated draws at every size);
+    1.0 when even a near-perfect one (0.999) is passed less often."""
+    g = torch.Generator().manual_seed(seed)
+    chance = _power_curve(bar, num_layers, num_heads, g)
+    low, high = 0.0, 0.999
+    if chance(high) < power:
+        return 1.0
+    while high - low > 1e-4:
+        middle = (low + high) / 2
+        if chance(middle) >= power:
+            high = middle
+        else:
+            low = middle
+    return high
 
 
 def round_up(value, digits=2):
@@ -340,15 +405,15 @@ class Probe:
     def __init__(self, model, tokenizer, sentences):
         self.model = model
         self.batch = SentenceBatch(model, tokenizer, sentences)
-        self.reference = self.batch.recorded  # (N, C): embeddings()
+        self.reference = self.batch.recorded  # (N, d): embeddings()
 
     def embeddings(self, removed):
-        """(N, C): the set's embeddings without `removed` (layer, head)
+        """(N, d): the set's embeddings without `removed` (layer, head)
         pairs; the layers before the first one touched are not re-run."""
         return self.many([removed])[0]
 
     def many(self, removed_sets, at_once=16):
-        """(V, N, C): the set's embeddings without each of V lists of
+        """(V, N, d): the set's embeddings without each of V lists of
         (layer, head) pairs. Variants run side by side in one batch, at
         most `at_once` at a time; each batch starts at the first layer
         any of its variants touches."""
@@ -374,7 +439,7 @@ class Probe:
                 changed = self.batch.embeddings(start, keep[picked])
             for v, x in zip(picked, changed):
                 out[v] = x
-        return torch.stack(out)  # (V, N, C)
+        return torch.stack(out)  # (V, N, d)
 
     def cosines(self, removed):
         """(N,): each sentence's cosine with its full-model embedding."""
@@ -396,14 +461,14 @@ def exact_removal(model, tokenizer, text, layer, head):
     batch = tokenizer(text, return_tensors="pt")
     with torch.inference_mode():
         x = model(**batch, output_hidden_states=True).hidden_states[layer]
-        full, _ = ours(x)  # (1, T, C)
+        full, _ = ours(x)  # (1, T, d)
         hook = zero_heads_hook([head], num_heads)
         handle = ours.output_linear.register_forward_pre_hook(hook)
         try:
             masked, _ = ours(x)  # slice `head` zeroed before W^O
         finally:
             handle.remove()
-        cut = without_head(ours, head, x)  # (1, T, C)
+        cut = without_head(ours, head, x)  # (1, T, d)
     return (
         (masked - cut).abs().max().item(),
         (masked - full).abs().max().item(),
@@ -472,15 +537,13 @@ class HeadsNeeded:
     diff_high: float
     # 4. what the heads attend to
     shares: dict  # {"special", "previous", "self"}: (L, h) shares
-    chance: float  # the chance bar for a correlation over all heads
-    correlation: dict  # {behaviour: rank correlation with importance}
-    detectable: float  # the correlation caught four times in five
-    rho_rest: float  # [CLS]/[SEP] against importance, top layer left out
-    chance_rest: float
-    detectable_rest: float
+    correlation: dict  # {behaviour: rank correlation over all heads}
+    by_layer: dict  # {behaviour: (L,) rank correlation in each layer}
+    within: dict  # {behaviour: mean of by_layer}: the test's statistic
+    chance_within: float  # what chance reaches, heads shuffled in layers
+    detectable_within: float  # the true correlation caught 4 times in 5
     top_special: float  # the top layer's mean share on [CLS]/[SEP]
     rest_special: float  # the other layers'
-    special_bar: float  # 5% point of random layer-sized sets' share
 
     @property
     def rand_fids(self):
@@ -611,16 +674,16 @@ def heads_needed_results(
     computed = dict(zip(keys, paraphrase.many([list(k) for k in keys])))
 
     def cosines_without(removed):
-        changed = computed[_key(removed)]  # (3n, C)
+        changed = computed[_key(removed)]  # (3n, d)
         return cosines(paraphrase.reference, changed)  # (3n,)
 
     def measure(removed):
-        changed = computed[_key(removed)]  # (3n, C)
+        changed = computed[_key(removed)]  # (3n, d)
         right = paraphrase_rows(*changed.view(3, n, -1)).float().mean()
         return cosines_without(removed).mean().item(), right.item()
 
     right_full = paraphrase_rows(*paraphrase.reference.view(3, n, -1))
-    no_heads = computed[_key(heads)]  # (3n, C)
+    no_heads = computed[_key(heads)]  # (3n, d)
     right_none = paraphrase_rows(*no_heads.view(3, n, -1))
     right_words = overlap_rows(rows)
     task_full, task_none, word_score = (
@@ -662,18 +725,13 @@ def heads_needed_results(
         sentences,
         [tokenizer.cls_token_id, tokenizer.sep_token_id],
     )
+    # the test compares heads within a layer only: layers differ in both
+    # share and importance, and a trend over all heads mixes the two
     g = torch.Generator().manual_seed(1)
     level = 1 - 0.05 / 3  # three behaviours tested: 5% for all three
-    chance = chance_correlation(L * h, level, g)
-    chance_rest = chance_correlation(n_rest, level, g)
-    pooled = shares["special"].flatten()  # (L h,)
-    g = torch.Generator().manual_seed(3)
-    draws = torch.stack(
-        [
-            pooled[torch.randperm(L * h, generator=g)[:h]].mean()
-            for _ in range(2000)
-        ]
-    )  # the mean share of a random layer's worth of heads
+    chance_within = within_layer_chance(
+        shares["special"], importance, level, g
+    )  # the same for every behaviour: only ranks within a layer enter
 
     return HeadsNeeded(
         num_layers=L,
@@ -723,17 +781,19 @@ def heads_needed_results(
         diff_low=diff_low.item(),
         diff_high=diff_high.item(),
         shares=shares,
-        chance=chance,
         correlation={
             k: rank_correlation(v, importance) for k, v in shares.items()
         },
-        detectable=detectable_correlation(chance, L * h),
-        rho_rest=rank_correlation(
-            shares["special"][others], importance[others]
-        ),
-        chance_rest=chance_rest,
-        detectable_rest=detectable_correlation(chance_rest, n_rest),
+        by_layer={
+            k: within_layer_correlations(v, importance)
+            for k, v in shares.items()
+        },
+        within={
+            k: within_layer_correlation(v, importance)
+            for k, v in shares.items()
+        },
+        chance_within=chance_within,
+        detectable_within=within_layer_detectable(chance_within, L, h),
         top_special=shares["special"][top].mean().item(),
         rest_special=shares["special"][others].mean().item(),
-        special_bar=draws.quantile(0.05).item(),
     )

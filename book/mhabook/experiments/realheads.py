@@ -4,6 +4,7 @@ Shapes: L layers, h heads, T tokens. `attention` is the (L, h, T, T) stack
 of one example's attention weights.
 """
 
+import math
 from dataclasses import dataclass
 
 import torch
@@ -152,6 +153,10 @@ def position(example, word, segment=0, set_name=None):
     """Index of `word` in sentence `segment` (0: A, 1: B) of an example;
     the first one if it occurs twice. set_name: the file the example
     comes from, named in the error."""
+    if segment not in (0, 1):
+        raise ValueError(
+            f"segment {segment!r}: use 0 for sentence A or 1 for sentence B"
+        )
     for i, token in enumerate(example["tokens"]):
         if token == word and int(example["segments"][i]) == segment:
             return i
@@ -336,12 +341,6 @@ def flies_examples(model, tokenizer, rows, set_name=None):
         ex["flies"] = at("flies", 0), at("flies", 1)
         ex["targets"] = [at(target_a, 0)] + [at(t, 1) for t in targets_b]
         ex["like_b"] = at("like", 1)  # B's verb: "fruit flies like a banana"
-        words = is_word(ex)
-        pools = [
-            (words & (ex["segments"] == s)).nonzero()[:, 0] for s in (0, 1)
-        ]
-        # where a random target may fall: a word of the sentence, not "flies"
-        ex["pools"] = [p[p != f] for p, f in zip(pools, ex["flies"])]
     return examples
 
 
@@ -353,30 +352,6 @@ def lifts(example, targets):
     rows = [a[:, :, f_a], a[:, :, f_b], a[:, :, f_b]]  # 3 x (L, h, T)
     weights = torch.stack([r[..., t] for r, t in zip(rows, targets)])
     return weights * a.shape[-1]
-
-
-def claim2_null(examples, draws, generator):
-    """(draws, L, h): every head's mean score for random targets, one word
-    of A and two different words of B (never "flies" itself)."""
-    total = 0
-    for ex in examples:
-        a = ex["attention"]  # (L, h, T, T)
-        pool_a, pool_b = ex["pools"]
-        pick_a = pool_a[
-            torch.randint(len(pool_a), (draws,), generator=generator)
-        ]
-        order = torch.rand(draws, len(pool_b), generator=generator).argsort(-1)
-        pick_b = pool_b[order[:, :2]]  # (draws, 2): two different words
-        f_a, f_b = ex["flies"]
-        picked = torch.stack(
-            [
-                a[:, :, f_a, pick_a],
-                a[:, :, f_b, pick_b[:, 0]],
-                a[:, :, f_b, pick_b[:, 1]],
-            ]
-        )  # (3, L, h, draws)
-        total = total + picked.min(0).values * a.shape[-1]
-    return (total / len(examples)).permute(2, 0, 1)  # (draws, L, h)
 
 
 def coreference_examples(model, tokenizer, rows, set_name=None):
@@ -829,10 +804,13 @@ def flies_scores(flies):
     )
 
 
-def flies_test(flies, layer=None, head=None, first=0, seed=0, swap=False):
+def flies_test(
+    flies, layer=None, head=None, first=0, seed=0, swap=False, stop=None
+):
     """A `FliesTest` of the head chosen on the even pairs among layers
-    `first` and up (or of the given `layer`, `head`), on the odd pairs;
-    with `swap`, chosen on the odd pairs and tested on the even ones."""
+    `first` to `stop` - 1 (all from `first` when `stop` is None), or of the
+    given `layer`, `head`, on the odd pairs; with `swap`, chosen on the odd
+    pairs and tested on the even ones."""
     if len(flies) < 4:
         raise ValueError(
             f"claim 2 needs at least 4 pairs (2 to choose a head, 2 to test "
@@ -843,7 +821,7 @@ def flies_test(flies, layer=None, head=None, first=0, seed=0, swap=False):
         choose, confirm = confirm, choose
     chosen_scores = flies_scores(choose).mean(0)  # (L, h)
     if layer is None:
-        layer, head = best_head(chosen_scores[first:])
+        layer, head = best_head(chosen_scores[first:stop])
         layer += first
     measures = torch.stack(
         [flies_measures(ex, layer, head) for ex in confirm]
@@ -927,21 +905,23 @@ def claim_one(pairs, seed=0):
 @dataclass(frozen=True)
 class ClaimTwo:
     """Claim 2: "flies" attends to "arrow" in A, "fruit" and "banana" in
-    B. Heads chosen on the even pairs, tested on the odd ones."""
+    B. Two readings, as the source's picture names no layer: the best head
+    of layer 0, and the best of layers 1 and up; each chosen on the even
+    pairs and tested on the odd ones, and the other way round."""
 
     even_scores: torch.Tensor  # (L, h) every head's score, even pairs
-    best: FliesTest  # the best head of all layers
-    swapped: FliesTest  # the same search, chosen on the odd pairs
+    layer0: FliesTest  # the best head of layer 0
+    layer0_swapped: FliesTest  # the same search, chosen on the odd pairs
     upper: FliesTest  # the best head of layers 1 and up
-    same_sense: FliesTest  # `best`, on pairs whose B repeats A
-    # `best`'s score on each held-out pair minus its score on that pair's
-    # same-sense control: above 0 when the change of sense adds to it
-    sense: Estimate
-    # the weak check, random targets' 95% points (`random_target_bars`):
-    # (the best head of all layers on the even pairs, `best` on the odd)
-    null_best: tuple
+    upper_swapped: FliesTest  # the same search, chosen on the odd pairs
+    # the upper test's power (`mean_power`) against a head of layers 1 and
+    # up as strong as `layer0` held out, with `upper`'s spread of scores;
+    # and the held-out pairs that reach 80% (`pairs_needed`)
+    upper_sd: float
+    upper_power: float
+    upper_needed: int
     source_tokens: list  # the source's pair (the set's first row)
-    source_rows: torch.Tensor  # (2, T) `best`'s rows of "flies" in A, B
+    source_rows: torch.Tensor  # (2, T) `layer0`'s rows of "flies" in A, B
     source_targets: list  # positions of the pair's three targets
     source_top: list  # the two words "flies" in A weights most
     source_top_sides: list  # the sentence of each, "A" or "B"
@@ -949,50 +929,59 @@ class ClaimTwo:
     n_confirm: int
 
 
-def random_target_bars(flies, test, first, draws, generator):
-    """(even, odd): the 95% points of random targets' scores for the best
-    head of layers `first` and up (even pairs), and for `test`'s head
-    (odd pairs): the weak check of `claim2_null`."""
-    even = claim2_null(flies[0::2], draws, generator)[:, first:]
-    odd = claim2_null(flies[1::2], draws, generator)[:, test.layer, test.head]
-    return (
-        float(even.flatten(1).max(-1).values.quantile(0.95)),
-        float(odd.quantile(0.95)),
-    )
+Z_95, Z_80 = 1.959964, 0.841621  # normal quantiles: 97.5% and 80%
 
 
-def claim_two(flies, same_sense, draws=1000, seed=0):
-    """A `ClaimTwo` from the claim-2 pairs and their same-sense twins
-    (`same_sense_examples` of the same rows, in the same order)."""
-    if len(same_sense) != len(flies):
-        raise ValueError(
-            f"got {len(flies)} claim-2 pairs but {len(same_sense)} controls: "
-            f"build the controls from the same rows (same_sense_examples)"
-        )
-    generator = torch.Generator().manual_seed(seed)
+def mean_power(sd, effect, n):
+    """The chance that a mean of n pairs' scores, each spread by `sd`
+    around 1 + `effect`, has a 95% interval above 1 (a normal
+    approximation: Phi(sqrt(n) * effect / sd - 1.96))."""
+    if sd <= 0:
+        return 1.0 if effect > 0 else 0.0
+    z = n**0.5 * effect / sd - Z_95
+    return 0.5 * (1 + math.erf(z / 2**0.5))
+
+
+def pairs_needed(sd, effect, most=10_000):
+    """The fewest pairs whose `mean_power` reaches 80% (at least 2), or
+    `most` when none up to it does (no effect: none ever will)."""
+    if effect <= 0:
+        return most
+    if sd <= 0:
+        return 2
+    n = math.ceil(((Z_95 + Z_80) * sd / effect) ** 2)
+    return min(max(n, 2), most)
+
+
+def claim_two(flies, seed=0):
+    """A `ClaimTwo` from the claim-2 pairs."""
     first = first_searched_layer(flies[0]["attention"].shape[0])
-    best = flies_test(flies, seed=seed)
+    layer0 = flies_test(flies, seed=seed, stop=1)
     upper = flies_test(flies, first=first, seed=seed)
     source = flies[0]
-    rows = source["attention"][best.layer, best.head, list(source["flies"])]
+    rows = source["attention"][layer0.layer, layer0.head]
+    rows = rows[list(source["flies"])]  # (2, T)
     words = rows[0].masked_fill(~is_word(source), -1.0)
     top = words.argsort(descending=True)[:2].tolist()
-    control = flies_test(same_sense, best.layer, best.head, seed=seed)
+    sd = float(upper.score.values.std()) if len(upper.score.values) > 1 else 0
+    effect = layer0.score.mean - 1
+    n_confirm = len(flies[1::2])
     return ClaimTwo(
         even_scores=flies_scores(flies)[0::2].mean(0),
-        best=best,
-        swapped=flies_test(flies, seed=seed, swap=True),
+        layer0=layer0,
+        layer0_swapped=flies_test(flies, seed=seed, swap=True, stop=1),
         upper=upper,
-        same_sense=control,
-        sense=Estimate.of(best.score.values - control.score.values, seed),
-        null_best=random_target_bars(flies, best, 0, draws, generator),
+        upper_swapped=flies_test(flies, first=first, seed=seed, swap=True),
+        upper_sd=sd,
+        upper_power=mean_power(sd, effect, n_confirm),
+        upper_needed=pairs_needed(sd, effect),
         source_tokens=source["tokens"],
         source_rows=rows,
         source_targets=list(source["targets"]),
         source_top=[source["tokens"][i] for i in top],
         source_top_sides=["AB"[int(source["segments"][i])] for i in top],
         n_choose=len(flies[0::2]),
-        n_confirm=len(flies[1::2]),
+        n_confirm=n_confirm,
     )
 
 
@@ -1117,16 +1106,13 @@ def testing_results(model, tokenizer, draws=1000, sims=2000, seed=0):
     and every test the page testing_heads reports. draws: resamples of
     each null; sims: simulated heads for each power."""
     pairs, flies, pronouns = load_sets(model, tokenizer)
-    same_sense = same_sense_examples(
-        model, tokenizer, load_table(SETS["flies"]), set_path("flies")
-    )
     by_weight, by_norm = special_shares(model, pairs)
     return TestingHeads(
         n_pairs=len(pairs),
         n_flies=len(flies),
         n_pronouns=len(pronouns),
         claim1=claim_one(pairs, seed=seed),
-        claim2=claim_two(flies, same_sense, draws=draws, seed=seed),
+        claim2=claim_two(flies, seed=seed),
         pronouns=pronouns_result(pronouns, draws=draws, sims=sims, seed=seed),
         by_weight=by_weight,
         by_norm=by_norm,

@@ -6,8 +6,8 @@ with and without the cache (`Timing`), the cache's memory (`Memory`), and
 what sharing does to a loaded BERT (`grouped_bert.Conversion`). The
 figures and tables are drawn in mhabook/views/sharing.py.
 
-Shape letters: B batch, T tokens, C hidden size, h query heads, g key/value
-heads, d_k = C // h, S tokens so far, L layers.
+Shape letters: B batch, T tokens, d the width, h query heads, g key/value
+heads, d_k = d // h, S tokens so far, L layers.
 """
 
 from dataclasses import dataclass
@@ -79,9 +79,9 @@ def grouped_from_batched(batched):
     copy_checked(
         layer,
         {
-            "q.weight": weight[:hidden],  # (C, C)
-            "q.bias": bias[:hidden],  # (C,)
-            "kv.weight": weight[hidden:],  # (2C, C): keys, then values
+            "q.weight": weight[:hidden],  # (d, d)
+            "q.bias": bias[:hidden],  # (d,)
+            "kv.weight": weight[hidden:],  # (2d, d): keys, then values
             "kv.bias": bias[hidden:],  # (2C,)
             "output_linear.weight": batched.output_linear.weight,
             "output_linear.bias": batched.output_linear.bias,
@@ -104,7 +104,7 @@ def gap(a, b):
 def fused_output(layer, x, is_causal):
     """The grouped layer's own projections, attended by PyTorch's fused
     F.scaled_dot_product_attention with enable_gqa=True (no copies)."""
-    B, T, C = x.shape
+    B, T, d = x.shape
     h, g, d_k = layer.num_heads, layer.num_kv_heads, layer.head_dim
     Q = layer.q(x).view(B, T, h, d_k).transpose(1, 2)  # (B, h, T, d_k)
     kv = layer.kv(x).view(B, T, 2, g, d_k)  # (B, T, 2, g, d_k)
@@ -112,7 +112,7 @@ def fused_output(layer, x, is_causal):
     context = F.scaled_dot_product_attention(
         Q, K, V, is_causal=is_causal, enable_gqa=True
     )  # (B, h, T, d_k)
-    return layer.output_linear(context.transpose(1, 2).reshape(B, T, C))
+    return layer.output_linear(context.transpose(1, 2).reshape(B, T, d))
 
 
 def random_llama(hidden_size, heads, kv_heads):
@@ -189,7 +189,7 @@ def check_references(pairs, head_dim=8, tokens=7, seed=0):
             layer = GroupedQueryAttention(
                 GroupedAttentionConfig(8 * head_dim, 8, g)
             )
-            full, _ = layer(x, causal_mask(steps))  # (B, T, C)
+            full, _ = layer(x, causal_mask(steps))  # (B, T, d)
             cache = KVCache(2, g, max_tokens=steps, head_dim=head_dim)
             out = [
                 layer(x[:, t : t + 1], cache=cache)[0] for t in range(steps)
@@ -229,6 +229,8 @@ class Timing:
     speedups: tuple  # a PairedRatio, without / cached, at each S
     growth_without: PairedRatio  # without, longest S / half of it
     growth_with: PairedRatio  # cached, longest S / shortest S
+    stack_layers: int  # layers of the stack timed at the longest S
+    stack_speedup: PairedRatio  # the stack's without / cached, longest S
 
     @property
     def half(self):
@@ -241,24 +243,37 @@ class Timing:
         return self.speedups[-1]
 
 
-def decoding_steps(width, num_heads, num_kv_heads, max_tokens, seed=0):
-    """(step_without, step_with): the step that produces token S, without
-    a cache (the layer runs on all S tokens again, under a causal mask)
-    and with one (token S against the S - 1 cached ones)."""
+def decoding_steps(
+    width, num_heads, num_kv_heads, max_tokens, num_layers=1, seed=0
+):
+    """(step_without, step_with): the step that produces token S in a
+    stack of `num_layers` grouped layers, each fed the outputs of the one
+    below. Without a cache every layer runs on all S tokens again (under a
+    causal mask); with one, token S goes through each layer against the
+    S - 1 keys and values that layer cached."""
     torch.manual_seed(seed)
     config = GroupedAttentionConfig(width, num_heads, num_kv_heads)
-    layer = GroupedQueryAttention(config).eval()
+    layers = [GroupedQueryAttention(config).eval() for _ in range(num_layers)]
     tokens = torch.randn(1, max_tokens, width)
-    cache = KVCache(1, num_kv_heads, max_tokens, layer.head_dim)
-    with torch.inference_mode():  # fill the cache once
-        layer(tokens[:, : max_tokens - 1], causal_mask(max_tokens - 1), cache)
+    d_k = layers[0].head_dim
+    caches = [KVCache(1, num_kv_heads, max_tokens, d_k) for _ in layers]
+    with torch.inference_mode():  # fill each layer's cache once
+        x, mask = tokens[:, : max_tokens - 1], causal_mask(max_tokens - 1)
+        for layer, cache in zip(layers, caches):
+            x = layer(x, mask, cache)[0]  # layer l's input: l - 1's output
 
-    def step_without(S):  # all S tokens again, keep the last output
-        return layer(tokens[:, :S], causal_mask(S))[0][:, -1]
+    def step_without(S):  # every layer on all S tokens again
+        x, mask = tokens[:, :S], causal_mask(S)
+        for layer in layers:
+            x = layer(x, mask)[0]
+        return x[:, -1]  # token S's output
 
-    def step_with(S):  # token S against the S - 1 cached ones
-        cache.length = S - 1  # forget the token this step wrote last time
-        return layer(tokens[:, S - 1 : S], cache=cache)[0]
+    def step_with(S):  # token S through each layer, S - 1 cached
+        x = tokens[:, S - 1 : S]
+        for layer, cache in zip(layers, caches):
+            cache.length = S - 1  # forget what this step wrote last time
+            x = layer(x, cache=cache)[0]
+        return x
 
     return step_without, step_with
 
@@ -270,18 +285,28 @@ def time_decoding(
     lengths=(32, 64, 128, 256, 384, 512),
     repeats=15,
     min_run_time=0.02,
+    stack_layers=2,
 ):
-    """Timing of decoding steps at each S in lengths (which must hold the
-    longest one's half), with and without the cache, interleaved."""
+    """Timing of one layer's decoding steps at each S in lengths (which
+    must hold the longest one's half), with and without the cache, and of
+    a stack of `stack_layers` layers at the longest S; all interleaved."""
     lengths = tuple(sorted(lengths))
     if lengths[0] < 2 or lengths[-1] // 2 not in lengths or repeats < 2:
         raise ValueError(
             f"need lengths of 2 tokens or more that hold half the longest "
             f"(e.g. 256 and 512), and repeats >= 2; got {lengths}, {repeats}"
         )
-    without, step = decoding_steps(width, num_heads, num_kv_heads, lengths[-1])
+    if stack_layers < 2:
+        raise ValueError(
+            f"stack_layers is the stack timed beside one layer: give 2 or "
+            f"more, got {stack_layers}"
+        )
+    sizes, S_max = (width, num_heads, num_kv_heads), lengths[-1]
+    without, step = decoding_steps(*sizes, S_max)
     fns = [partial(without, S) for S in lengths]
     fns += [partial(step, S) for S in lengths]
+    stack = decoding_steps(*sizes, S_max, num_layers=stack_layers)
+    fns += [partial(fn, S_max) for fn in stack]  # columns 2n and 2n + 1
     with torch.inference_mode():
         times = time_interleaved(fns, repeats, min_run_time)
     n = len(lengths)  # columns: without (n), then cached (n)
@@ -294,12 +319,14 @@ def time_decoding(
         repeats=repeats,
         min_run_time=min_run_time,
         without=times[:, :n],
-        cached=times[:, n:],
+        cached=times[:, n : 2 * n],
         without_steps=tuple(median_term(times[:, i]) for i in range(n)),
         cached_steps=tuple(median_term(times[:, n + i]) for i in range(n)),
         speedups=tuple(paired_ratio(times, i, n + i) for i in range(n)),
         growth_without=paired_ratio(times, n - 1, half),
         growth_with=paired_ratio(times, 2 * n - 1, n),
+        stack_layers=stack_layers,
+        stack_speedup=paired_ratio(times, 2 * n, 2 * n + 1),
     )
 
 
@@ -351,12 +378,12 @@ def memory(models=MODELS, tokens=32768, base=BERT_BASE):
         models=dict(models),
         tokens=tokens,
         kib_per_token={
-            name: kv_cache_bytes(L, g, d, 1) / 2**10
-            for name, (L, _, g, d) in models.items()
+            name: kv_cache_bytes(L, g, d_k, 1) / 2**10
+            for name, (L, _, g, d_k) in models.items()
         },
         gib={
-            name: kv_cache_bytes(L, g, d, tokens) / 2**30
-            for name, (L, _, g, d) in models.items()
+            name: kv_cache_bytes(L, g, d_k, tokens) / 2**30
+            for name, (L, _, g, d_k) in models.items()
         },
         llama_ratio=models["Llama 2 7B"][2] / models["Llama 3 8B"][2],
         params_mqa_share=attention_parameters(h * d_k, h, 1)

@@ -85,18 +85,18 @@ class TinyAttentionModel(nn.Module):
 
     def __init__(self, config):
         super().__init__()
-        C = config.hidden_size
-        self.token = nn.Embedding(config.vocab_size, C)
-        self.position = nn.Embedding(config.num_tokens, C)
+        d = config.hidden_size
+        self.token = nn.Embedding(config.vocab_size, d)
+        self.position = nn.Embedding(config.num_tokens, d)
         self.attention = MultiHeadAttention(config)
-        self.read_previous = nn.Linear(C, config.num_letters)
-        self.read_matching = nn.Linear(C, config.num_digits)
+        self.read_previous = nn.Linear(d, config.num_letters)
+        self.read_matching = nn.Linear(d, config.num_digits)
 
     def forward(self, ids):
         """Return (previous logits, matching logits, weights (B, h, T, T))."""
         B, T = ids.shape
-        x = self.token(ids) + self.position(torch.arange(T))  # (B, T, C)
-        out, weights = self.attention(x)  # (B, T, C), (B, h, T, T)
+        x = self.token(ids) + self.position(torch.arange(T))  # (B, T, d)
+        out, weights = self.attention(x)  # (B, T, d), (B, h, T, T)
         x = x + out
         return self.read_previous(x), self.read_matching(x), weights
 

@@ -10,8 +10,12 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-# the checks the layers call: each refusal names the fix
-from mhabook.checks import check_bool_mask, check_weights, takes_config
+from mhabook.checks import (
+    check_bool_mask,
+    check_padding,
+    check_weights,
+    takes_config,
+)
 
 from .many_heads import MultiHeadAttention
 
@@ -59,7 +63,6 @@ def zero_empty_queries(tensor, mask):
     return tensor.masked_fill(~mask.any(-1, keepdim=True), 0.0)
 
 
-@takes_config  # refuses a config or an input it cannot use, naming the fix
 class BatchedMultiHeadAttention(nn.Module):
     """Every head at once: one projection, two batched matmuls."""
 
@@ -84,6 +87,9 @@ class BatchedMultiHeadAttention(nn.Module):
         # 3. concat the heads, (B, T, d), and mix them with W^O
         context = context.transpose(1, 2).reshape(B, T, d)
         return self.output_linear(context), weights
+
+
+BatchedMultiHeadAttention = takes_config(BatchedMultiHeadAttention)
 
 
 def copy_checked(layer, weights):
@@ -146,12 +152,12 @@ def causal_mask(num_tokens):
 def padding_mask(lengths, num_tokens):
     """(B, T, T): in sequence b, every query may attend to the first
     lengths[b] tokens; the padding after them is never attended to."""
+    check_padding(lengths, num_tokens)  # each from 0 to T
     lengths = torch.as_tensor(lengths)
     keys = torch.arange(num_tokens) < lengths[:, None]  # (B, T)
     return keys[:, None, :].expand(-1, num_tokens, -1)  # (B, T, T)
 
 
-@takes_config  # refuses a config or an input it cannot use, naming the fix
 class AttentionLayer(nn.Module):
     """Multi-head self-attention in one place: every head at once, an
     optional mask, dropout on the attention weights, and W^O."""
@@ -181,3 +187,6 @@ class AttentionLayer(nn.Module):
         # 3. concat the heads, (B, T, d), and mix them with W^O
         context = context.transpose(1, 2).reshape(B, T, d)
         return self.output_linear(context), weights
+
+
+AttentionLayer = takes_config(AttentionLayer)

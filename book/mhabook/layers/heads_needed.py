@@ -16,6 +16,11 @@ def group_by_layer(heads, num_layers, num_heads):
     """{layer: [head, ...]} from (layer, head) pairs, after checking them."""
     grouped = {}
     for pair in heads:
+        if not hasattr(pair, "__len__") or len(pair) != 2:
+            raise ValueError(
+                f"{pair!r} is not a (layer, head) pair: pass a list of "
+                f"pairs, such as [(0, 1)]"
+            )
         layer, head = (int(i) for i in pair)
         if not (0 <= layer < num_layers and 0 <= head < num_heads):
             raise ValueError(

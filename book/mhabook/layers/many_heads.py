@@ -30,7 +30,6 @@ def pointer_head(targets, strength=4.0):
     return weights
 
 
-@takes_config  # refuses a config or an input it cannot use, naming the fix
 class MultiHeadAttention(nn.Module):
     """num_heads AttentionHeads side by side, concatenated, then mixed."""
 
@@ -51,6 +50,9 @@ class MultiHeadAttention(nn.Module):
         x = torch.cat(outputs, dim=-1)
         # 3. mix the heads with W^O; the weights stack to (B, h, T, T)
         return self.output_linear(x), torch.stack(weights, dim=1)
+
+
+MultiHeadAttention = takes_config(MultiHeadAttention)  # refuses bad sizes
 
 
 def head_dim_for(embed_dim, num_heads):

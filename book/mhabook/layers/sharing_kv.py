@@ -46,15 +46,15 @@ class GroupedQueryAttention(nn.Module):
         self.num_heads = h = config.num_attention_heads
         self.num_kv_heads = g = config.num_key_value_heads
         self.group_size = group_size_for(h, g)
-        C, bias = config.hidden_size, config.attention_bias
-        self.head_dim = d_k = head_dim_for(C, h)
-        self.q = nn.Linear(C, C, bias=bias)
-        self.kv = nn.Linear(C, 2 * g * d_k, bias=bias)  # g keys, g values
-        self.output_linear = nn.Linear(C, C, bias=bias)
+        d, bias = config.hidden_size, config.attention_bias
+        self.head_dim = d_k = head_dim_for(d, h)
+        self.q = nn.Linear(d, d, bias=bias)
+        self.kv = nn.Linear(d, 2 * g * d_k, bias=bias)  # g keys, g values
+        self.output_linear = nn.Linear(d, d, bias=bias)
 
     def forward(self, hidden_state, mask=None, cache=None):
         check_input(hidden_state, self.q.in_features, self.q.weight.dtype)
-        B, T, C = hidden_state.shape
+        B, T, d = hidden_state.shape
         h, g, d_k = self.num_heads, self.num_kv_heads, self.head_dim
         mask = check_mask(mask, B, T)  # None or (B, 1, T, T)
         # 1. project: h heads of queries, Q (B, h, T, d_k); g of keys, values
@@ -68,7 +68,7 @@ class GroupedQueryAttention(nn.Module):
         # 3. attend: weights (B, h, T, S), context (B, h, T, d_k)
         context, weights = scaled_dot_product_attention(Q, K, V, mask)
         # 4. concat the heads and mix them with W^O
-        context = context.transpose(1, 2).reshape(B, T, C)  # (B, T, C)
+        context = context.transpose(1, 2).reshape(B, T, d)  # (B, T, d)
         return self.output_linear(context), weights
 
 
@@ -99,7 +99,12 @@ def check_fits(cache_shape, stored, K, V):
     holding `stored` tokens, with an error that says what would fit."""
     B, g, room, d_k = cache_shape
     end = stored + K.shape[2]
-    if K.shape != (B, g, K.shape[2], d_k) or V.shape != K.shape:
+    if V.shape != K.shape:
+        raise ValueError(
+            f"values {tuple(V.shape)} and keys {tuple(K.shape)} differ: "
+            f"append one value per key, each of the keys' shape"
+        )
+    if K.shape != (B, g, K.shape[2], d_k):
         raise ValueError(
             f"keys {tuple(K.shape)} and values {tuple(V.shape)} do not "
             f"fit a cache of (B, g, max_tokens, d_k) = {(B, g, room, d_k)}: "
@@ -117,12 +122,12 @@ def grouped_from_bert(bert_attention, num_kv_heads):
     """A grouped layer from a BERT attention block: each group's key and
     value projections are the mean of its heads' (the GQA paper's start)."""
     attn, dense = bert_attention.self, bert_attention.output.dense
-    h, C = attn.num_attention_heads, dense.in_features
-    layer = GroupedQueryAttention(GroupedAttentionConfig(C, h, num_kv_heads))
+    h, d = attn.num_attention_heads, dense.in_features
+    layer = GroupedQueryAttention(GroupedAttentionConfig(d, h, num_kv_heads))
     g, d_k = layer.num_kv_heads, layer.head_dim
 
     def pool(rows):  # (h d_k, ...) -> (g d_k, ...): mean over each group
-        grouped = rows.reshape(g, h // g, d_k, -1)  # (g, h/g, d_k, C or 1)
+        grouped = rows.reshape(g, h // g, d_k, -1)  # (g, h/g, d_k, d or 1)
         return grouped.mean(1).reshape(g * d_k, *rows.shape[1:])
 
     weights = {"q.weight": attn.query.weight, "q.bias": attn.query.bias}

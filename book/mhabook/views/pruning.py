@@ -63,24 +63,44 @@ def pruning_curves(result):
 
 
 def behaviour_scatter(result):
-    """Each head's importance (log scale) against the share of its
-    attention on [CLS]/[SEP], the previous token and itself, one panel
-    each, dots coloured by layer."""
-    fig, axes = plt.subplots(
-        3, 1, figsize=(4.8, 8.4), sharey=True, layout="constrained"
+    """[CLS]/[SEP] against importance. Top: each head's importance (log
+    scale) against its share of attention on them, dots coloured by layer.
+    Bottom: the rank correlation inside each layer, their mean (the test's
+    statistic) and the band that chance reaches for that mean."""
+    fig, (top, bottom) = plt.subplots(
+        2, 1, figsize=(4.8, 6.4), layout="constrained"
     )
-    importance = 1000 * result.importance.flatten()
-    layer_of = torch.arange(result.num_layers)
-    layer_of = layer_of.repeat_interleave(result.num_heads)
-    for ax, (name, share) in zip(axes, result.shares.items()):
-        points = ax.scatter(
-            share.flatten(), importance, c=layer_of, cmap="viridis", s=14
-        )
-        ax.set_xlabel(f"share of attention: {BEHAVIOURS[name]}")
-        ax.set_ylabel("drop in fidelity (thousandths)")
-        ax.set_title(f"rank correlation {result.correlation[name]:+.2f}")
-    axes[0].set_yscale("log")
-    fig.colorbar(points, ax=axes.tolist(), label="layer", location="bottom")
+    L, h = result.num_layers, result.num_heads
+    layer_of = torch.arange(L).repeat_interleave(h)
+    points = top.scatter(
+        result.shares["special"].flatten(),
+        1000 * result.importance.flatten(),
+        c=layer_of,
+        cmap="viridis",
+        s=14,
+    )
+    top.set_yscale("log")
+    top.set_xlabel("share of attention on [CLS]/[SEP]")
+    top.set_ylabel("drop in fidelity\n(thousandths)")
+    top.set_title(
+        f"all heads: rank correlation {result.correlation['special']:+.2f}"
+    )
+    fig.colorbar(points, ax=top, label="layer")
+    layers = torch.arange(L)
+    within = result.within["special"]
+    bar = result.chance_within
+    bottom.axhspan(
+        -bar, bar, color=PALETTE[4], alpha=0.3, label="chance, for the mean"
+    )
+    bottom.axhline(0, color="grey", lw=0.8)
+    bottom.plot(layers, result.by_layer["special"], "o", color=PALETTE[0])
+    bottom.axhline(within, color=PALETTE[0], label="mean of the layers")
+    bottom.set_xticks(layers.tolist())
+    bottom.set_ylim(-1.05, 1.05)
+    bottom.set_xlabel("layer")
+    bottom.set_ylabel("rank correlation\ninside the layer")
+    bottom.set_title(f"within layers: mean {within:+.2f}")
+    bottom.legend(loc="upper left")
     return fig
 
 
@@ -140,13 +160,13 @@ def page_numbers(result):
         "rho_special": r.correlation["special"],
         "rho_previous": r.correlation["previous"],
         "rho_self": r.correlation["self"],
-        "chance": r.chance,
-        "rho_rest": r.rho_rest,
-        "chance_rest": r.chance_rest,
-        "detectable_rest": r.detectable_rest,
+        "rho_within": r.within["special"],
+        "within_previous": r.within["previous"],
+        "within_self": r.within["self"],
+        "chance_within": r.chance_within,
+        "detectable_within": r.detectable_within,
         "top_special": r.top_special,
         "rest_special": r.rest_special,
-        "special_bar": r.special_bar,
     }
 
 
@@ -217,43 +237,23 @@ def page_verdicts(result):
             {True: "can", False: "cannot"},
         ),
         (
-            "verdict_special",  # the planned test, over all heads
+            "verdict_within",  # the test: heads compared inside a layer
             "sign",
-            (r.correlation["special"], r.chance),
+            (r.within["special"], r.chance_within),
             {
                 "negative": "tend to matter less",
                 "positive": "tend to matter more",
-                "neither": "show no trend that beats chance",
+                "neither": "show no trend beyond chance",
             },
         ),
         (
-            "verdict_rest",  # the smaller test, outside the top layer
-            "sign",
-            (r.rho_rest, r.chance_rest),
-            {
-                "negative": "finds such heads matter less there",
-                "positive": "finds such heads matter more there",
-                "neither": "finds no trend beyond chance there",
-            },
-        ),
-        ("table_rest", "sign_near", (r.rho_rest, r.chance_rest), TREND),
-        (
-            "table_special",
-            "sign_near",
-            (r.correlation["special"], r.chance),
-            TREND,
-        ),
-        (
-            "table_previous",
-            "sign_near",
-            (r.correlation["previous"], r.chance),
-            TREND,
-        ),
-        ("table_self", "sign_near", (r.correlation["self"], r.chance), TREND),
-        (
-            "special_top",
+            "power_within",  # can the test reach 80% power at all?
             "below",
-            (r.top_special, r.special_bar),
-            {True: "is lower than", False: "is not lower than"},
+            (r.detectable_within, 1.0),
+            {True: "four times in five", False: "under four times in five"},
+        ),
+        *(
+            (f"table_{k}", "sign_near", (r.within[k], r.chance_within), TREND)
+            for k in ("special", "previous", "self")
         ),
     ]

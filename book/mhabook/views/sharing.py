@@ -6,6 +6,8 @@ import numpy as np
 from IPython.display import Markdown
 from matplotlib import pyplot as plt
 
+from .head_costs import number, ratio_text
+
 
 def markdown_table(header, rows):
     """A Markdown table: a header row, then right-aligned number columns."""
@@ -64,9 +66,9 @@ def timing_table(timing):
         rows.append(
             [
                 S,
-                estimate_text(off.median, off.low, off.high, 1e3, 2),
-                estimate_text(on.median, on.low, on.high, 1e6),
-                estimate_text(ratio.median, ratio.low, ratio.high, 1, 1),
+                " ".join(_three(off, 1e3)),  # ms
+                " ".join(_three(on, 1e6)),  # µs
+                ratio_text(ratio),
             ]
         )
     header = [
@@ -78,10 +80,41 @@ def timing_table(timing):
     return markdown_table(header, rows)
 
 
+def _three(term, scale):
+    """('165', '(157 to 181)'): a Term times `scale`, each number to three
+    significant digits."""
+    mid, low, high = (
+        f"{float(f'{scale * x:.3g}'):,g}"
+        for x in (term.median, term.low, term.high)
+    )
+    return mid, f"({low} to {high})"
+
+
 def estimate_text(mid, low, high, scale=1.0, digits=0):
     """'215 (180 to 260)': an estimate and its interval, times `scale`."""
     mid, low, high = (f"{scale * x:,.{digits}f}" for x in (mid, low, high))
     return f"{mid} ({low} to {high})"
+
+
+def about(x):
+    """'70', '3.1', '1,200': x to two significant digits, as plain text."""
+    return f"{float(f'{x:.2g}'):,g}"
+
+
+def faster_phrases(ratio, interval=True):
+    """{outcome of the rule `compare`: phrase} for a PairedRatio of times,
+    without the cache over with it: '70.4 (66.2 to 88.3) times faster',
+    or 'about 70 times faster' with interval=False."""
+    x, low, high = ratio.median, ratio.low, ratio.high
+    up, down = f"about {about(x)}", f"about {about(1 / x)}"
+    if interval:  # 2 or 3 significant digits: '68.0 (43.3 to 109)'
+        up = f"{number(x)} ({number(low)} to {number(high)})"
+        down = f"{number(1 / x)} ({number(1 / high)} to {number(1 / low)})"
+    return {
+        "more": f"{up} times faster",
+        "same": "not measurably faster",
+        "less": f"{down} times slower",
+    }
 
 
 def span(values):
@@ -187,14 +220,10 @@ def page_numbers(r, model_name):
         "t_width": t.width,
         "t_heads": t.num_heads,
         "t_kv_heads": t.num_kv_heads,
-        "speedup_text": estimate_text(
-            t.speedup.median, t.speedup.low, t.speedup.high, 1, 1
-        ),
+        "speedup_text": ratio_text(t.speedup),
         "growth_without": t.growth_without.median,
-        "growth_with_text": estimate_text(
-            t.growth_with.median, t.growth_with.low, t.growth_with.high, 1, 2
-        ),
-        "cached_range": span_us(t.cached_steps),
+        "growth_with_text": ratio_text(t.growth_with),
+        "stack_layers": t.stack_layers,
         "llama_ratio": r.memory.llama_ratio,
         "context_k": r.memory.tokens // 1024,
         "mistral_window_mib": r.memory.mistral_window_mib,
