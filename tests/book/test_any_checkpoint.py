@@ -32,7 +32,7 @@ LOADS = [
 # weights each must give the outcome that finds nothing.
 NOT_IN_RANDOM_WEIGHTS = {
     "claim_1": "none",
-    "claim_2": False,
+    "c2_halves": "none",
     "jobs_done": "none",
 }
 
