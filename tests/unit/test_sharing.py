@@ -212,8 +212,9 @@ def test_the_tables_show_the_record():
     )
     rows = views.timing_table(timing).data.splitlines()
     assert rows[0] == (
-        "| $S$ | without the cache (ms) | with the cache (µs) | "
-        "without / with |"
+        "| $S$ | without the cache, ms: median (95% interval) | "
+        "with the cache, µs: median (95% interval) | "
+        "without / with (95% interval) |"
     )
     assert rows[2:] == [
         "| 2 | 1 (0.5 to 2) | 3 (2 to 4) | 333 (250 to 400) |",

@@ -73,9 +73,9 @@ def timing_table(timing):
         )
     header = [
         "$S$",
-        "without the cache (ms)",
-        "with the cache (µs)",
-        "without / with",
+        "without the cache, ms: median (95% interval)",
+        "with the cache, µs: median (95% interval)",
+        "without / with (95% interval)",
     ]
     return markdown_table(header, rows)
 
