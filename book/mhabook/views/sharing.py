@@ -221,6 +221,7 @@ def page_numbers(r, model_name):
         "t_heads": t.num_heads,
         "t_kv_heads": t.num_kv_heads,
         "speedup_text": ratio_text(t.speedup),
+        "speedup_first": number(t.speedups[0].median),
         "growth_without": t.growth_without.median,
         "growth_with_text": ratio_text(t.growth_with),
         "stack_layers": t.stack_layers,
