@@ -113,6 +113,9 @@ def test_the_layer_cache_gives_the_model_output_from_any_layer():
     assert not torch.allclose(cached, expected, atol=1e-3)
     with pytest.raises(ValueError, match="non-empty"):
         SentenceBatch(model, tokenizer, [])
+    long = " ".join(["time"] * model.config.max_position_embeddings)
+    with pytest.raises(ValueError, match=r"sentence 2 .* positions"):
+        SentenceBatch(model, tokenizer, ["time flies", long])
 
 
 def test_paraphrase_score_counts_rows_closer_to_the_paraphrase():

@@ -23,6 +23,7 @@ from decimal import ROUND_CEILING, Decimal
 import torch
 import torch.nn.functional as F
 
+from mhabook.experiments.embedding import check_lengths
 from mhabook.layers.all_heads import batched_from_bert
 from mhabook.layers.heads_needed import (
     group_by_layer,
@@ -45,6 +46,7 @@ class SentenceBatch:
     def __init__(self, model, tokenizer, sentences, batch_size=64):
         if not sentences:
             raise ValueError("no sentences: pass a non-empty list")
+        check_lengths(model, tokenizer, sentences)  # each fits the positions
         self.layers = model.base_model.encoder.layer
         lengths = [len(ids) for ids in tokenizer(list(sentences))["input_ids"]]
         order = sorted(range(len(sentences)), key=lengths.__getitem__)
