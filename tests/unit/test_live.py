@@ -10,7 +10,7 @@ import torch
 
 from mhabook.views import live
 from mhabook.views.bertviz_view import head_view_html
-from tiny import WORDS, tiny_bert, tiny_tokenizer
+from tiny import WORDS, tiny_bert
 
 # The exporter (torch.onnx, onnxscript) warns about its own internals.
 pytestmark = pytest.mark.filterwarnings(
@@ -18,12 +18,27 @@ pytestmark = pytest.mark.filterwarnings(
 )
 
 
+# Tokens no text can give: brackets split [unused0], punctuation is a word
+# of its own, upper case is lowered, accents are stripped, CJK stands apart.
+NEVER = ["[unused0]", "##!", "Time", "é", "##中"]
+
+
 @pytest.fixture(scope="module")
 def checkpoint(tmp_path_factory):
-    """A tiny BERT saved as a checkpoint folder, with its vocabulary."""
+    """A tiny BERT saved as a checkpoint folder, with its vocabulary: the
+    tiny one's words, then tokens no text gives (NEVER) and two that
+    text does."""
+    from transformers import BertTokenizerFast
+
     folder = tmp_path_factory.mktemp("tiny-bert")
-    tiny_bert(max_position_embeddings=32).save_pretrained(folder)
-    tiny_tokenizer().save_pretrained(folder)
+    words = WORDS + NEVER + ["中", "##s"]
+    tokenizer = BertTokenizerFast(
+        vocab={w: i for i, w in enumerate(words)}, do_lower_case=True
+    )
+    tiny_bert(
+        vocab_size=len(words), max_position_embeddings=32
+    ).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
     return folder
 
 
@@ -257,28 +272,8 @@ def test_every_layer_keeps_the_sentence_filters_in_half_the_bytes():
     assert len(every) < 3 * len(one)
 
 
-# Tokens no text can give: brackets split [unused0], punctuation is a word
-# of its own, upper case is lowered, accents are stripped, CJK stands apart.
-NEVER = ["[unused0]", "##!", "Time", "é", "##中"]
-
-
-@pytest.fixture(scope="module")
-def padded_checkpoint(tmp_path_factory):
-    """A tiny BERT whose vocabulary holds tokens no text can give."""
-    from transformers import BertTokenizerFast
-
-    folder = tmp_path_factory.mktemp("padded-bert")
-    words = WORDS + NEVER + ["中", "##s"]
-    tokenizer = BertTokenizerFast(
-        vocab={w: i for i, w in enumerate(words)}, do_lower_case=True
-    )
-    tiny_bert(vocab_size=len(words)).save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    return folder
-
-
-def test_the_tokens_no_text_gives_are_found(padded_checkpoint):
-    tokenizer, _ = live.load_bert(padded_checkpoint)
+def test_the_tokens_no_text_gives_are_found(checkpoint):
+    tokenizer, _ = live.load_bert(checkpoint)
     vocab = tokenizer.get_vocab()
     kept = live.emitted_ids(tokenizer)
     assert sorted(vocab[t] for t in NEVER) == sorted(
@@ -289,14 +284,12 @@ def test_the_tokens_no_text_gives_are_found(padded_checkpoint):
         assert set(tokenizer(text)["input_ids"]) <= set(kept), text
 
 
-def test_the_export_leaves_out_rows_no_text_reaches(
-    padded_checkpoint, tmp_path
-):
+def test_the_export_leaves_out_rows_no_text_reaches(exported, checkpoint):
     import onnx
     from onnx import numpy_helper
 
-    tokenizer, model = live.load_bert(padded_checkpoint)
-    trimmed = live.exported(tmp_path, padded_checkpoint)
+    tokenizer, model = live.load_bert(checkpoint)
+    trimmed = exported
     graph = onnx.load(str(trimmed.model)).graph
     weights = {w.name: numpy_helper.to_array(w) for w in graph.initializer}
     table = weights["model.embeddings.word_embeddings.weight"]

@@ -2,6 +2,7 @@
 operations dispatched, peak tensor memory, and times repeated to show their
 spread. `head_costs_results` makes every measurement the page states."""
 
+import math
 import os
 import platform
 import weakref
@@ -62,16 +63,25 @@ def watch(fn, *args, **kwargs):
     return seen.ops, seen.peak / 2**20
 
 
+def block_size(timer, min_run_time):
+    """Calls per block: enough for one block to run >= min_run_time, from
+    one call timed after a first (warm-up) call."""
+    timer.timeit(1)
+    once = timer.timeit(1).mean
+    return max(1, math.ceil(min_run_time / max(once, 1e-9)))
+
+
 def time_interleaved(fns, repeats=15, min_run_time=0.02):
     """(repeats, len(fns)) tensor of seconds per call.
 
     fns: a sequence of zero-argument callables. Each repeat times every fn
     once, in an order rotated from repeat to repeat (interleaved), so that
     whatever else the machine does hits all of them alike, and no fn always
-    runs first. Each fn is called enough times to run >= min_run_time
-    (torch.utils.benchmark, on one thread, its default); the entry is the
-    median time per call. Row r of every column comes from repeat r, so
-    the columns are paired (see paired_ratio).
+    runs first. Each time is the mean per call of one block of calls
+    (torch.utils.benchmark's Timer, on one thread) that runs >=
+    min_run_time; a fn's block size is set once, before the repeats. Row r
+    of every column comes from repeat r, so the columns are paired (see
+    paired_ratio).
     """
     fns = list(fns)
     if not fns or not all(callable(fn) for fn in fns):
@@ -81,13 +91,13 @@ def time_interleaved(fns, repeats=15, min_run_time=0.02):
         )
     if repeats < 1:
         raise ValueError(f"repeats must be at least 1, got {repeats}")
+    timers = [Timer("fn()", globals={"fn": fn}, num_threads=1) for fn in fns]
+    blocks = [block_size(timer, min_run_time) for timer in timers]
     times = torch.zeros(repeats, len(fns), dtype=torch.float64)
     for r in range(repeats):
         for k in range(len(fns)):
             i = (r + k) % len(fns)  # repeat r starts with fn r (mod n)
-            timer = Timer("fn()", globals={"fn": fns[i]}, num_threads=1)
-            measured = timer.blocked_autorange(min_run_time=min_run_time)
-            times[r, i] = measured.median
+            times[r, i] = timers[i].timeit(blocks[i]).mean
     return times
 
 

@@ -211,10 +211,10 @@ def check_references(pairs, head_dim=8, tokens=7, seed=0):
 @dataclass(frozen=True)
 class Timing:
     """Seconds per decoding step of one GroupedQueryAttention layer, with
-    and without a KV cache, at S tokens so far. Each time is the median
-    of a timer's calls; the repeats are interleaved (time_interleaved), so
-    ratios are paired within a repeat (paired_ratio: a median and its 95%
-    bootstrap interval)."""
+    and without a KV cache, at S tokens so far. Each time is the mean
+    per call of a block of calls; the repeats are interleaved
+    (time_interleaved), so ratios are paired within a repeat (paired_ratio:
+    a median and its 95% bootstrap interval)."""
 
     width: int
     num_heads: int
