@@ -111,6 +111,10 @@ bench-ci: $(STAMP)
 # `wait` fails if either did. --prefer-offline: npm takes what its cache
 # holds without asking the registry whether it is still current (the lock
 # files pin every version); a second install takes a quarter less CPU.
+# While npm installs, tests/tools/warm_imports.py imports what the test
+# processes and kernels import, once: Python writes its bytecode before
+# `make test` starts them side by side (a failure there is `make test`'s
+# to report).
 UV := $(shell grep '^uv==' requirements.txt)
 NPM_CI := --ignore-scripts --no-audit --no-fund --prefer-offline
 FIND_LINKS := $(foreach d,$(PIP_FIND_LINKS),--find-links $(d))
@@ -127,6 +131,7 @@ $(STAMP): requirements.txt book/_vendor/package-lock.json \
 		requirements.txt && \
 	$(BIN)/uv pip install --quiet --python $(BIN)/python --no-deps \
 		$(CHECKPOINT) && \
+	{ $(BIN)/python tests/tools/warm_imports.py >/dev/null || true; } && \
 	wait $$vendor && wait $$js
 	rm -f $(VENV)/.installed-*
 	touch $@
