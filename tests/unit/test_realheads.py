@@ -463,7 +463,8 @@ def same_rows_head(n):
 
 def test_flies_measures_on_a_hand_made_pair():
     ex = planted_flies({(1, 0): claim_head}, n_pairs=1)[0]
-    score, con_a, con_b, riv_a, riv_b = flies_measures(ex, 1, 0).tolist()
+    measures = flies_measures(ex, 1, 0).tolist()
+    score, con_a, con_b, riv_a, riv_b, riv_subject, riv_first_b = measures
     rest_a = (1 - 0.54) / 8  # what "flies" in A gives a word off its targets
     rest_b = (1 - 0.52) / 8
     assert score == pytest.approx(0.25 * T_FLIES)  # B's targets, the weaker
@@ -472,6 +473,28 @@ def test_flies_measures_on_a_hand_made_pair():
     # A's rivals: its subject "t" (rest_a) and B's first target "f" (0.02)
     assert riv_a == pytest.approx((0.5 - rest_a) * T_FLIES)
     assert riv_b == pytest.approx((0.25 - rest_b) * T_FLIES)  # "like"
+    assert riv_subject == pytest.approx((0.5 - rest_a) * T_FLIES)
+    assert riv_first_b == pytest.approx((0.5 - 0.02) * T_FLIES)
+
+
+def subject_head(n):
+    """In A, "flies" looks at its subject "t" (1) more than at its target
+    "x" (4), and at B's first target "f" (6) less; B's "flies" spreads."""
+    return {1: 0.4, 4: 0.3, 6: 0.1}, {}
+
+
+def test_the_named_rivals_are_each_compared_alone():
+    ex = planted_flies({(0, 0): subject_head}, n_pairs=1)[0]
+    assert [int(i) for i in ex["flies"]] == [2, 7]  # the subject is at 1
+    measures = flies_measures(ex, 0, 0)
+    rival_max, riv_subject, riv_first_b = measures[[3, 5, 6]].tolist()
+    assert riv_subject == pytest.approx((0.3 - 0.4) * T_FLIES)
+    assert riv_first_b == pytest.approx((0.3 - 0.1) * T_FLIES)
+    assert rival_max == pytest.approx(riv_subject)  # the stronger: subject
+    test = flies_test(planted_flies({(0, 0): subject_head}), 0, 0)
+    assert test.rival_subject.high < 0 < test.rival_first_b.low
+    assert test.rows.shape == (7, 3)
+    assert test.rows[5, 0] == pytest.approx(test.rival_subject.mean)
 
 
 def test_the_claim_head_is_chosen_and_its_pattern_replicates():
@@ -482,7 +505,7 @@ def test_the_claim_head_is_chosen_and_its_pattern_replicates():
     assert test.contrast_a.low > 4 and test.contrast_b.low > 2
     assert all_above(test.pattern_margins, 0)
     assert test.score.count_above(1.0) == 4  # every held-out pair
-    assert test.rows.shape == (5, 3)
+    assert test.rows.shape == (7, 3)
     assert test.rows[0, 0] == pytest.approx(test.score.mean - 1)
 
 
@@ -769,7 +792,10 @@ def outcomes(results):
 
 def test_the_page_finds_the_planted_claim_heads():
     found = outcomes(planted_results())  # claim 2's head in layer 0
-    assert found["claim_1"][0] == "all"  # the one head keeps to its own
+    assert found["claim_1"] == ("all", "every head")  # keeps to its own
+    # claim_head's "flies" in A: its target over its subject and B's "f"
+    assert found["rival_subject"] == ("more", "more weight than")
+    assert found["rival_first_b"][0] == "more"
     assert found["c2_halves"] == ("all", "holds on both halves")
     assert found["c2_forward"][0] is found["swap_holds"][0] is True
     assert found["same_head"] == (True, "the same head")  # one planted

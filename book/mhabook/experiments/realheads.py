@@ -726,7 +726,7 @@ class Estimate:
 
 
 def flies_measures(example, layer, head):
-    """(5,): what one claim-2 pair says about one head, as lifts.
+    """(7,): what one claim-2 pair says about one head, as lifts.
 
     0. the score: the smallest of the three targets' lifts (`lifts`);
     1. contrast A: the lift "flies" in A gives A's target, minus the lift
@@ -735,7 +735,10 @@ def flies_measures(example, layer, head):
        minus the lift from "flies" in A; the smaller of the two;
     3. rival A: A's target minus the stronger of two rivals, A's subject
        (the token before "flies") and B's first target;
-    4. rival B: B's weaker target minus B's verb, "like".
+    4. rival B: B's weaker target minus B's verb, "like";
+    5. A's target minus A's subject alone, and 6. minus B's first target
+       alone: rivals named in advance, so that, unlike 3, no choice of the
+       stronger favours them.
     Both "flies" are in one input of T tokens, so a difference of lifts is
     T times a difference of weights.
     """
@@ -748,14 +751,17 @@ def flies_measures(example, layer, head):
         return row[query, key] * T
 
     b_lifts = torch.stack([lift(f_b, t) for t in targets_b])
+    own = lift(f_a, target_a)
+    subject, first_b = lift(f_a, f_a - 1), lift(f_a, targets_b[0])
     return torch.stack(
         [
-            torch.min(lift(f_a, target_a), b_lifts.min()),
-            lift(f_a, target_a) - lift(f_b, target_a),
+            torch.min(own, b_lifts.min()),
+            own - lift(f_b, target_a),
             min(lift(f_b, t) - lift(f_a, t) for t in targets_b),
-            lift(f_a, target_a)
-            - torch.max(lift(f_a, f_a - 1), lift(f_a, targets_b[0])),
+            own - torch.max(subject, first_b),
             b_lifts.min() - lift(f_b, example["like_b"]),
+            own - subject,
+            own - first_b,
         ]
     )
 
@@ -772,6 +778,8 @@ class FliesTest:
     contrast_b: Estimate  # B's targets: from "flies" in B minus from A's
     rival_a: Estimate  # A's target minus its stronger rival
     rival_b: Estimate  # B's weaker target minus "like"
+    rival_subject: Estimate | None = None  # A's target minus A's subject
+    rival_first_b: Estimate | None = None  # minus B's first target
 
     @property
     def pattern_margins(self):
@@ -781,7 +789,8 @@ class FliesTest:
 
     @property
     def rows(self):
-        """(5, 3): mean, low, high of score - 1 and the four differences."""
+        """(R, 3): mean, low, high of score - 1 and the differences, in the
+        order of `estimates` (R = 7, or 5 without the named rivals)."""
         out = [[e.mean, e.low, e.high] for e in self.estimates]
         out[0] = [v - 1 for v in out[0]]
         return torch.tensor(out)
@@ -794,6 +803,10 @@ class FliesTest:
             self.contrast_b,
             self.rival_a,
             self.rival_b,
+        ] + [
+            e
+            for e in (self.rival_subject, self.rival_first_b)
+            if e is not None
         ]
 
 
@@ -825,7 +838,7 @@ def flies_test(
         layer += first
     measures = torch.stack(
         [flies_measures(ex, layer, head) for ex in confirm]
-    )  # (held-out pairs, 5)
+    )  # (held-out pairs, 7)
     return FliesTest(
         layer,
         head,

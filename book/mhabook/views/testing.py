@@ -183,6 +183,8 @@ def page_numbers(results):
         **_estimate("l0_contrast_a", l0.contrast_a),
         **_estimate("l0_contrast_b", l0.contrast_b),
         **_estimate("l0_rival_a", l0.rival_a),
+        **_estimate("l0_rival_subject", l0.rival_subject),
+        **_estimate("l0_rival_first_b", l0.rival_first_b),
         "src_top": " and ".join(  # '"fruit" (B) and "banana" (B)'
             f'"{word}" ({side})'
             for word, side in zip(c2.source_top, c2.source_top_sides)
@@ -235,11 +237,11 @@ def page_verdicts(results):
             "claim_1",
             "how_many",
             (c1.replicated, c1.n_heads),
-            {
-                "none": "holds in no head",
-                "some": "holds in some heads",
-                "most": "holds in most heads",
-                "all": "holds in every head",
+            {  # "In ..., a word of the query's own sentence gets more"
+                "none": "no head",
+                "some": "some heads",
+                "most": "most heads",
+                "all": "every head",
             },
         ),
         (
@@ -261,8 +263,8 @@ def page_verdicts(results):
             ),
             {
                 "none": "is shown on neither half",
-                "some": "holds on one of the two halves",
-                "most": "holds on one of the two halves",  # (1 of 2)
+                "some": "holds on one of two halves only",
+                "most": "holds on one of two halves only",  # (1 of 2)
                 "all": "holds on both halves",
             },
         ),
@@ -278,6 +280,18 @@ def page_verdicts(results):
             "rival_a",
             "compare",
             (l0.rival_a.low, l0.rival_a.high, 0, 0),
+            COMPARE,
+        ),
+        (
+            "rival_subject",  # a rival named in advance: A's subject
+            "compare",
+            (l0.rival_subject.low, l0.rival_subject.high, 0, 0),
+            COMPARE,
+        ),
+        (
+            "rival_first_b",  # and B's first target
+            "compare",
+            (l0.rival_first_b.low, l0.rival_first_b.high, 0, 0),
             COMPARE,
         ),
         (
