@@ -254,6 +254,22 @@ def test_a_cache_of_the_wrong_shape_is_refused_not_broadcast():
         grouped(4, 4)(torch.randn(2, 1, 32), cache=cache)
 
 
+def test_check_fits_refuses_values_unlike_keys_and_passes_what_fits():
+    from mhabook import deeper_checks
+    from mhabook.layers import sharing_kv
+
+    assert sharing_kv.check_fits is deeper_checks.check_fits  # one source
+    assert sharing_kv.GroupedAttentionConfig is (
+        deeper_checks.GroupedAttentionConfig
+    )
+    K = torch.zeros(1, 2, 3, D_K)
+    deeper_checks.check_fits((1, 2, 5, D_K), 2, K, K)  # 2 + 3 fit in 5
+    with pytest.raises(ValueError, match="max_tokens >= 6"):
+        deeper_checks.check_fits((1, 2, 5, D_K), 3, K, K)
+    with pytest.raises(ValueError, match="append one value per key"):
+        deeper_checks.check_fits((1, 2, 5, D_K), 0, K, K[:, :, :2])
+
+
 def test_an_input_that_is_not_batch_tokens_width_names_the_fix():
     layer = grouped(4, 2)
     with pytest.raises(

@@ -88,20 +88,18 @@ def test_a_verdict_on_the_shown_ratio_agrees_with_its_text():
     assert head_costs.shown(PairedRatio(1234.4, 1000, 1500)).median == 1234
 
 
-def test_comparisons_table_gives_every_ratio_at_every_length():
+def test_comparisons_table_gives_the_stated_ratios_at_every_length():
     record = made_up_record()
-    ratio = {T: PairedRatio(0.5, 0.25, 0.75) for T in LENGTHS}
-    for name in (
-        "batched_loop",
-        "fused_batched",
-        "loop_heads",
-        "batched_heads",
-    ):
-        setattr(record, name, ratio)
+    record.batched_loop = {T: PairedRatio(0.5, 0.25, 0.75) for T in LENGTHS}
+    record.fused_batched = {T: PairedRatio(2.0, 1.5, 2.5) for T in LENGTHS}
     table = head_costs.comparisons_table(record).data
     assert "| ratio of times (95% interval) | $T$ = 5 | $T$ = 9 |" in table
-    assert "| loop, $h$ = 2 over $h$ = 1 | 0.50 (0.25 to 0.75) |" in table
-    assert table.count("0.50 (0.25 to 0.75)") == 8
+    assert (
+        "| batched layer over the loop, $h$ = 2 | 0.50 (0.25 to 0.75) | "
+        "0.50 (0.25 to 0.75) |"
+    ) in table
+    assert table.count("2.00 (1.50 to 2.50)") == 2
+    assert len(table.splitlines()) == 4  # header, rule, two rows
 
 
 def test_timing_tables_hold_both_tables():
@@ -144,3 +142,35 @@ def test_page_numbers_read_the_right_fields_of_a_record(monkeypatch):
     assert numbers["ops_batched_most"] == record.ops["batched", 4]
     assert numbers["ops_batched_most"] - numbers["ops_batched_few"] == 1
     assert numbers["num_params"] == f"{4 * (16 * 16 + 16):,}"
+
+
+def test_page_verdicts_judge_ratios_as_printed_and_differences_by_sign():
+    from mhabook.experiments.verdicts import decide
+
+    record = made_up_record()
+    record.batched_loop = {
+        5: PairedRatio(0.56, 0.48, 0.60),  # shorter
+        9: PairedRatio(0.98, 0.80, 1.12),  # holds 1
+    }
+    record.fused_batched = {
+        T: PairedRatio(0.95, 0.78, 0.9996) for T in LENGTHS
+    }
+    record.softmax_heads = PairedRatio(11.9, 10.8, 14.2)
+    ms = Term(1e-3, 5e-4, 2e-3)
+    below = Term(-1e-3, -2e-3, -5e-4)
+    record.accounting = Accounting(
+        5, 2, ms, ms, ms, below, PairedRatio(1.8, 1.6, 2.2), 30, 20, 2.5e-6
+    )
+    found = {
+        name: decide(rule, args, phrases)[1]
+        for name, rule, args, phrases in head_costs.page_verdicts(record)
+    }
+    assert found == {
+        "batched_short": "was shorter than",
+        "batched_long": "could not be told apart from",
+        "products_short": "was longer than",
+        "softmax_most": "was longer than",
+        "fused_long": "could not be told apart from",  # prints 1.00
+        "gap_short": "is above zero",
+        "rest_sign": "is below zero",
+    }

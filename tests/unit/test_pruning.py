@@ -95,6 +95,21 @@ def test_a_head_that_does_not_exist_is_refused_with_the_ranges():
         0: [1],
         1: [0, 1],
     }
+    assert group_by_layer([], 2, 2) == {}
+
+
+def test_the_checks_live_in_mhabook_and_the_layers_call_them():
+    from mhabook import deeper_checks
+    from mhabook.layers import heads_needed
+
+    assert heads_needed.group_by_layer is deeper_checks.group_by_layer
+    with pytest.raises(ValueError, match=r"heads \[4\].*heads 0-3"):
+        deeper_checks.check_heads([4], 4)
+    deeper_checks.check_heads([0, 3], 4)  # in range: passes
+    model = tiny_bert(num_hidden_layers=2)
+    with pytest.raises(ValueError, match=r"does not exist.*layers 0-1"):
+        with heads_removed(model, [(2, 0)]):
+            pass
 
 
 def test_the_layer_cache_gives_the_model_output_from_any_layer():
@@ -344,6 +359,9 @@ def test_the_curves_start_and_end_where_they_must(planted):
     every = [(layer, i) for layer in range(L) for i in range(h)]
     end = result.by_importance[L * h]
     assert end == pytest.approx((probe.fidelity(every), result.task_none))
+    # the yardstick the page reads fidelity against: every head removed
+    assert result.fid_none == pytest.approx(probe.fidelity(every))
+    assert result.fid_none < result.fid_half < 1.0
     half = result.order[: result.half]
     assert probe.fidelity(half) == pytest.approx(result.fid_half)
     assert result.first_layer == 1  # the layer of the silent head
@@ -430,6 +448,7 @@ def test_the_page_numbers_are_read_off_the_record(planted):
         max(fids),
     )
     assert numbers["rho_within"] == result.within["special"]
+    assert numbers["fid_none"] == result.fid_none
 
 
 def test_every_page_verdict_has_short_phrases_for_each_outcome(planted):

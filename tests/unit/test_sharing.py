@@ -213,13 +213,11 @@ def test_the_tables_show_the_record():
     )
     rows = views.timing_table(timing).data.splitlines()
     assert rows[0] == (
-        "| $S$ | without the cache, ms: median (95% interval) | "
-        "with the cache, µs: median (95% interval) | "
-        "without / with (95% interval) |"
+        "| $S$ | without, ms | with, µs | without / with (95%) |"
     )
     assert rows[2:] == [
-        "| 2 | 1 (0.5 to 2) | 3 (2 to 4) | 333 (250 to 400) |",
-        "| 4 | 4 (3 to 5) | 5 (4.5 to 6) | 800 (700 to 900) |",
+        "| 2 | 1 | 3 | 333 (250 to 400) |",
+        "| 4 | 4 | 5 | 800 (700 to 900) |",
     ]
     assert views.span_us(timing.cached_steps) == "3 to 5"
     slow = costs.Term(0.16501, 0.15681, 0.18126)  # seconds: 3 digits in ms
@@ -300,3 +298,38 @@ def test_a_model_of_one_head_is_refused_and_of_a_prime_h_starts_at_h(
     assert numbers["fid_first"] == 1.0  # g = h changes nothing
     assert numbers["fid_last"] == results.conversion.fidelity(1) < 1.0
     assert len(results.conversion.fidelity_drops()) == 2  # a step, 2 halves
+
+
+def test_the_page_verdicts_read_each_outcome_and_compare_the_stack():
+    """The stack's ratio is 'about the same' as one layer's exactly when
+    the two intervals overlap; every verdict has a short phrase for the
+    outcome its rule gives."""
+    from mhabook.experiments.verdicts import decide
+
+    ratio = costs.PairedRatio
+
+    def record(stack):
+        timing = SimpleNamespace(
+            speedup=ratio(70.1, 59.0, 81.4),
+            stack_speedup=stack,
+            growth_without=ratio(4.9, 4.0, 6.0),
+            growth_with=ratio(1.8, 1.4, 2.6),
+        )
+        conversion = SimpleNamespace(
+            kv_counts=[2, 1],
+            fidelity_drops=lambda: [0.1, 0.2],
+            shift_growth=lambda: [0.1, 0.1],
+            vs_none=lambda g: (0.001, 0.01, 0.5),
+        )
+        return SimpleNamespace(timing=timing, conversion=conversion)
+
+    for stack, outcome in [
+        (ratio(76.4, 50.7, 83.6), "about the same ratio"),  # overlapping
+        (ratio(150, 120, 180), "a larger ratio"),
+        (ratio(20, 15, 25), "a smaller ratio"),
+    ]:
+        verdicts = {n: rest for n, *rest in views.page_verdicts(record(stack))}
+        assert decide(*verdicts["stack_same"])[1] == outcome
+        for name, (rule, args, phrases) in verdicts.items():
+            decide(rule, args, phrases)  # its outcome has a phrase
+            assert all(len(p.split()) < 8 for p in phrases.values()), name

@@ -23,13 +23,10 @@ from decimal import ROUND_CEILING, Decimal
 import torch
 import torch.nn.functional as F
 
+from mhabook.deeper_checks import group_by_layer
 from mhabook.experiments.embedding import check_lengths
 from mhabook.layers.all_heads import batched_from_bert
-from mhabook.layers.heads_needed import (
-    group_by_layer,
-    without_head,
-    zero_heads_hook,
-)
+from mhabook.layers.heads_needed import without_head, zero_heads_hook
 
 
 class SentenceBatch:
@@ -513,6 +510,7 @@ class HeadsNeeded:
     n_rows: int
     task_full: float  # share of rows right, every head in place
     task_none: float  # ... with every head removed
+    fid_none: float  # fidelity with every head removed: the yardstick
     word_score: float  # ... by counting shared words
     vs_words: tuple  # (wins, losses) of the full model, row by row
     vs_none: tuple
@@ -758,6 +756,7 @@ def heads_needed_results(
         n_rows=n,
         task_full=task_full,
         task_none=task_none,
+        fid_none=by_importance[L * h][0],
         word_score=word_score,
         vs_words=vs_words,
         vs_none=vs_none,

@@ -10,14 +10,14 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from mhabook.checks import (
-    check_bool_mask,
-    check_padding,
-    check_weights,
-    takes_config,
-)
+from mhabook import convert
+from mhabook.checks import check_bool_mask, check_padding, takes_config
 
-from .many_heads import MultiHeadAttention
+# weight copying from book/mhabook/convert.py (batched_from_loop: below)
+copy_checked = convert.copy_checked
+loop_from_batched = convert.loop_from_batched
+torch_from_batched = convert.torch_from_batched
+batched_from_bert = convert.batched_from_bert
 
 
 @dataclass(frozen=True)
@@ -92,56 +92,19 @@ class BatchedMultiHeadAttention(nn.Module):
 BatchedMultiHeadAttention = takes_config(BatchedMultiHeadAttention)
 
 
-def copy_checked(layer, weights):
-    """Load weights into layer after checking every key and shape."""
-    check_weights(layer.state_dict(), weights)
-    layer.load_state_dict(weights)
-    return layer
-
-
-def _named(prefix, module):
-    return {f"{prefix}{k}": v for k, v in module.state_dict().items()}
-
-
 def batched_from_loop(loop):
     """The batched layer holding exactly the weights of a loop layer."""
     config = AttentionConfig(loop.output_linear.in_features, len(loop.heads))
     rows = [getattr(head, p) for p in "qkv" for head in loop.heads]
-    weights = _named("output_linear.", loop.output_linear)
-    weights["qkv.weight"] = torch.cat([m.weight for m in rows])  # q, k, v
-    weights["qkv.bias"] = torch.cat([m.bias for m in rows])  # head 0 first
-    return copy_checked(BatchedMultiHeadAttention(config), weights)
-
-
-def loop_from_batched(batched):
-    """The loop layer of section 2 holding a batched layer's weights."""
-    h, d_k = batched.num_heads, batched.head_dim
-    config = AttentionConfig(batched.output_linear.in_features, h)
-    weights = _named("output_linear.", batched.output_linear)
-    for name, value in batched.qkv.state_dict().items():  # 3h blocks of d_k
-        for n, rows in enumerate(value.split(d_k)):  # q/k/v, then the head
-            weights[f"heads.{n % h}.{'qkv'[n // h]}.{name}"] = rows
-    return copy_checked(MultiHeadAttention(config), weights)
-
-
-def torch_from_batched(batched):
-    """torch.nn.MultiheadAttention holding a batched layer's weights."""
-    d, h = batched.output_linear.in_features, batched.num_heads
-    weights = _named("in_proj_", batched.qkv)  # the same [q; k; v] rows
-    weights |= _named("out_proj.", batched.output_linear)
-    reference = nn.MultiheadAttention(d, h, batch_first=True)
-    return copy_checked(reference, weights)
-
-
-def batched_from_bert(bert_attention):
-    """The batched layer holding a Hugging Face BertAttention's weights."""
-    attn, dense = bert_attention.self, bert_attention.output.dense
-    parts = (attn.query, attn.key, attn.value)
-    config = AttentionConfig(dense.in_features, attn.num_attention_heads)
-    weights = _named("output_linear.", dense)
-    weights["qkv.weight"] = torch.cat([p.weight for p in parts])  # (3d, d)
-    weights["qkv.bias"] = torch.cat([p.bias for p in parts])  # (3d,)
-    return copy_checked(BatchedMultiHeadAttention(config), weights)
+    return copy_checked(  # copies after checking every name and shape
+        BatchedMultiHeadAttention(config),
+        {
+            "qkv.weight": torch.cat([m.weight for m in rows]),  # (3d, d)
+            "qkv.bias": torch.cat([m.bias for m in rows]),  # q, k, v rows
+            "output_linear.weight": loop.output_linear.weight,  # W^O
+            "output_linear.bias": loop.output_linear.bias,  # b^O
+        },
+    )
 
 
 def causal_mask(num_tokens):

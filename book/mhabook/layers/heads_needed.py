@@ -9,36 +9,14 @@ from contextlib import contextmanager
 import torch
 import torch.nn.functional as F
 
+from mhabook.deeper_checks import check_heads, group_by_layer  # the checks
+
 from .all_heads import loop_from_batched
-
-
-def group_by_layer(heads, num_layers, num_heads):
-    """{layer: [head, ...]} from (layer, head) pairs, after checking them."""
-    grouped = {}
-    for pair in heads:
-        if not hasattr(pair, "__len__") or len(pair) != 2:
-            raise ValueError(
-                f"{pair!r} is not a (layer, head) pair: pass a list of "
-                f"pairs, such as [(0, 1)]"
-            )
-        layer, head = (int(i) for i in pair)
-        if not (0 <= layer < num_layers and 0 <= head < num_heads):
-            raise ValueError(
-                f"head {(layer, head)} does not exist: the model has "
-                f"layers 0-{num_layers - 1} and heads 0-{num_heads - 1}; "
-                f"pass (layer, head) pairs in those ranges"
-            )
-        grouped.setdefault(layer, set()).add(head)
-    return {layer: sorted(found) for layer, found in sorted(grouped.items())}
 
 
 def zero_heads_hook(heads, num_heads):
     """A forward pre-hook for W^O: zero the context slices of `heads`."""
-    if not all(0 <= int(head) < num_heads for head in heads):
-        raise ValueError(
-            f"heads {list(heads)}: a layer of this model has heads "
-            f"0-{num_heads - 1}; pass heads in that range"
-        )
+    check_heads(heads, num_heads)  # else a ValueError naming the range
 
     def hook(module, args):
         (context,) = args  # (B, T, d): the heads' outputs side by side

@@ -4,38 +4,19 @@ Generated from book/sharing_kv.ipynb by `make lib`: edit the notebook,
 then run `make lib`.
 """
 
-from dataclasses import dataclass
-
 import torch
 from torch import nn
 
 from mhabook.checks import check_input  # (B, T, d), else names the fix
+from mhabook.deeper_checks import (  # h and g, h // g, a cache that fits
+    GroupedAttentionConfig,
+    check_fits,
+    group_size_for,
+)
 
 from .all_heads import check_mask, copy_checked
 from .many_heads import head_dim_for
 from .one_head import scaled_dot_product_attention
-
-
-@dataclass(frozen=True)
-class GroupedAttentionConfig:
-    """Hugging Face's names: h query heads share g key/value heads."""
-
-    hidden_size: int
-    num_attention_heads: int  # h
-    num_key_value_heads: int  # g
-    attention_bias: bool = True
-
-
-def group_size_for(num_heads, num_kv_heads):
-    """Return h // g, or explain which numbers of key/value heads work."""
-    if num_kv_heads < 1 or num_heads % num_kv_heads:
-        fits = [g for g in range(1, num_heads + 1) if num_heads % g == 0]
-        raise ValueError(
-            f"{num_heads} query heads cannot share {num_kv_heads} key/value "
-            f"heads in equal groups: g = num_key_value_heads must divide "
-            f"h = num_attention_heads. Use one of {fits}."
-        )
-    return num_heads // num_kv_heads
 
 
 class GroupedQueryAttention(nn.Module):
@@ -92,30 +73,6 @@ class KVCache:
             seen = mask.new_ones(*mask.shape[:-1], start)  # (B, 1, T, start)
             mask = torch.cat([seen, mask], dim=-1)  # (B, 1, T, S)
         return self.keys[:, :, :end], self.values[:, :, :end], mask
-
-
-def check_fits(cache_shape, stored, K, V):
-    """Refuse keys and values that do not fit a cache of cache_shape
-    holding `stored` tokens, with an error that says what would fit."""
-    B, g, room, d_k = cache_shape
-    end = stored + K.shape[2]
-    if V.shape != K.shape:
-        raise ValueError(
-            f"values {tuple(V.shape)} and keys {tuple(K.shape)} differ: "
-            f"append one value per key, each of the keys' shape"
-        )
-    if K.shape != (B, g, K.shape[2], d_k):
-        raise ValueError(
-            f"keys {tuple(K.shape)} and values {tuple(V.shape)} do not "
-            f"fit a cache of (B, g, max_tokens, d_k) = {(B, g, room, d_k)}: "
-            f"make it KVCache({K.shape[0]}, {K.shape[1]}, max_tokens, "
-            f"{K.shape[-1]}), the layer's B, g and d_k"
-        )
-    if end > room:
-        raise ValueError(
-            f"the cache has room for {room} tokens, not {end}: make it "
-            f"with max_tokens >= {end}"
-        )
 
 
 def grouped_from_bert(bert_attention, num_kv_heads):

@@ -129,19 +129,15 @@ def ratio_text(ratio):
 
 
 def comparisons_table(record):
-    """Each paired ratio of the record (rows) at each length (columns),
-    with its 95% interval, at the most and the fewest heads."""
-    few, most = record.head_counts[0], record.head_counts[-1]
+    """The two paired ratios the page states (rows) at each length
+    (columns), with their 95% intervals, at the most heads: the batched
+    layer over the loop, and the fused path over the batched layer."""
+    most = record.head_counts[-1]
     rows = [
         (f"batched layer over the loop, $h$ = {most}", record.batched_loop),
         (
             f"fused path over the batched layer, $h$ = {most}",
             record.fused_batched,
-        ),
-        (f"loop, $h$ = {most} over $h$ = {few}", record.loop_heads),
-        (
-            f"batched layer, $h$ = {most} over $h$ = {few}",
-            record.batched_heads,
         ),
     ]
     return _table(
@@ -155,8 +151,8 @@ def comparisons_table(record):
 
 
 def timing_tables(record):
-    """The comparisons table, then the accounting table, in one Markdown
-    (for one folded cell)."""
+    """The ratios table, then the accounting table, in one Markdown (for
+    one folded cell)."""
     return Markdown(
         comparisons_table(record).data
         + "\n\n"
@@ -204,3 +200,37 @@ def page_numbers(r):
         "other_ops": a.other_ops,
         "per_op_us": a.per_op * 1e6,
     }
+
+
+THAN = {  # a paired ratio of times against 1, as printed (`shown`)
+    "less": "was shorter than",
+    "more": "was longer than",
+    "same": "could not be told apart from",
+}
+ZERO = {  # a difference of times against 0
+    "more": "is above zero",
+    "same": "cannot be separated from zero",
+    "less": "is below zero",
+}
+
+
+def page_verdicts(r):
+    """[(name, rule, args, phrases), ...]: every verdict the page
+    head_costs glues from a HeadCosts record. A ratio is judged as printed
+    (`shown`), so the verdict agrees with the interval the page shows."""
+    short, long = r.lengths[0], r.lengths[-1]
+    a = r.accounting
+    ratios = [
+        ("batched_short", r.batched_loop[short]),
+        ("batched_long", r.batched_loop[long]),
+        ("products_short", a.products_ratio),
+        ("softmax_most", r.softmax_heads),
+        ("fused_long", r.fused_batched[long]),
+    ]
+    return [
+        (name, "compare", shown(ratio).against(1), THAN)
+        for name, ratio in ratios
+    ] + [
+        ("gap_short", "compare", a.gap.against(0), ZERO),
+        ("rest_sign", "compare", a.rest.against(0), ZERO),
+    ]

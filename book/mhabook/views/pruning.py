@@ -132,6 +132,7 @@ def page_numbers(result):
         "n_rows": r.n_rows,
         "task_full": r.task_full,
         "task_none": r.task_none,
+        "fid_none": r.fid_none,
         "word_score": r.word_score,
         "p_words": r.p_words,
         "p_none": r.p_none,

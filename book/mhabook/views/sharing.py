@@ -54,29 +54,18 @@ def plot_timing(timing):
 
 def timing_table(timing):
     """Tab. kv-time: at each S, the step without the cache (ms) and with
-    it (µs), each a median over the repeats with its 95% interval, and
-    the paired ratio of the two (without / with) with its interval."""
-    rows = []
-    for S, off, on, ratio in zip(
-        timing.lengths,
-        timing.without_steps,
-        timing.cached_steps,
-        timing.speedups,
-    ):
-        rows.append(
-            [
-                S,
-                " ".join(_three(off, 1e3)),  # ms
-                " ".join(_three(on, 1e6)),  # µs
-                ratio_text(ratio),
-            ]
+    it (µs), each the median over the repeats, and the paired ratio of
+    the two (without / with) with its 95% interval."""
+    rows = [
+        [S, _three(off, 1e3)[0], _three(on, 1e6)[0], ratio_text(ratio)]
+        for S, off, on, ratio in zip(
+            timing.lengths,
+            timing.without_steps,
+            timing.cached_steps,
+            timing.speedups,
         )
-    header = [
-        "$S$",
-        "without the cache, ms: median (95% interval)",
-        "with the cache, µs: median (95% interval)",
-        "without / with (95% interval)",
     ]
+    header = ["$S$", "without, ms", "with, µs", "without / with (95%)"]
     return markdown_table(header, rows)
 
 
@@ -115,6 +104,80 @@ def faster_phrases(ratio, interval=True):
         "same": "not measurably faster",
         "less": f"{down} times slower",
     }
+
+
+SAME = {  # one layer's ratio against the stack's: do the intervals meet?
+    "same": "about the same ratio",
+    "more": "a larger ratio",
+    "less": "a smaller ratio",
+}
+
+
+def page_verdicts(r):
+    """[(name, rule, args, phrases), ...]: every verdict the page
+    sharing_kv glues from a SharingKV record; each phrase reads true in
+    its sentence whatever the outcome."""
+    t, c = r.timing, r.conversion
+    stack, one = t.stack_speedup, t.speedup
+    closer = {"clearly": "clearly closer to", "barely": "barely closer to"}
+    closer |= {"neither": "not measurably closer to", "below": "farther from"}
+    return [
+        ("speed_verdict", "compare", one.against(1), faster_phrases(one)),
+        (
+            "speed_box",
+            "compare",
+            one.against(1),
+            faster_phrases(one, interval=False),
+        ),
+        ("stack_verdict", "compare", stack.against(1), faster_phrases(stack)),
+        (
+            "stack_same",  # the stack's interval against one layer's
+            "compare",
+            (stack.low, stack.high, one.low, one.high),
+            SAME,
+        ),
+        (
+            "growth_verdict",
+            "compare",
+            t.growth_without.against(2),
+            {
+                "more": "more than doubled",
+                "less": "less than doubled",
+                "same": "roughly doubled",
+            },
+        ),
+        (
+            "growth_with_verdict",
+            "compare",
+            t.growth_with.against(1),
+            {
+                "more": "grew",
+                "less": "fell",
+                "same": "could not be told from no change",
+            },
+        ),
+        (
+            "verdict_fid",
+            "all_above",
+            (c.fidelity_drops(), 0),
+            {
+                True: "falls at every step",
+                False: "does not fall at every step",
+            },
+        ),
+        (
+            "verdict_shift",
+            "all_above",
+            (c.shift_growth(), 0),
+            {True: "all move further", False: "do not all move further"},
+        ),
+        (
+            "last_vs_none",
+            "above_by",
+            (*c.vs_none(c.kv_counts[-1]), 0.1),
+            closer,
+        ),
+    ]
 
 
 def span(values):
@@ -217,6 +280,7 @@ def page_numbers(r, model_name):
         "s_max": t.lengths[-1],
         "s_half": t.half,
         "n_repeats": t.repeats,
+        "min_run_ms": t.min_run_time * 1e3,
         "t_width": t.width,
         "t_heads": t.num_heads,
         "t_kv_heads": t.num_kv_heads,

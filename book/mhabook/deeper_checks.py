@@ -1,0 +1,90 @@
+"""The bookkeeping the Going deeper pages' layers call: not the lesson.
+
+The layers of heads_needed.ipynb and sharing_kv.ipynb are generated from
+the pages and read like the lesson; they import these, as the chapter's
+layers import `mhabook.checks`. A reader who edits a page still gets a
+working layer or a ValueError that names the fix:
+
+- `group_by_layer` and `check_heads`: the (layer, head) pairs and the
+  heads that `heads_removed` and `zero_heads_hook` are given exist;
+- `GroupedAttentionConfig` (Hugging Face's names for h and g) and
+  `group_size_for`, the rule that g divides h;
+- `check_fits`: keys and values that fit a `KVCache`.
+"""
+
+from dataclasses import dataclass
+
+
+def check_heads(heads, num_heads):
+    """Refuse head numbers outside 0 .. num_heads - 1."""
+    if not all(0 <= int(head) < num_heads for head in heads):
+        raise ValueError(
+            f"heads {list(heads)}: a layer of this model has heads "
+            f"0-{num_heads - 1}; pass heads in that range"
+        )
+
+
+def group_by_layer(heads, num_layers, num_heads):
+    """{layer: [head, ...]} from (layer, head) pairs, after checking them."""
+    grouped = {}
+    for pair in heads:
+        if not hasattr(pair, "__len__") or len(pair) != 2:
+            raise ValueError(
+                f"{pair!r} is not a (layer, head) pair: pass a list of "
+                f"pairs, such as [(0, 1)]"
+            )
+        layer, head = (int(i) for i in pair)
+        if not (0 <= layer < num_layers and 0 <= head < num_heads):
+            raise ValueError(
+                f"head {(layer, head)} does not exist: the model has "
+                f"layers 0-{num_layers - 1} and heads 0-{num_heads - 1}; "
+                f"pass (layer, head) pairs in those ranges"
+            )
+        grouped.setdefault(layer, set()).add(head)
+    return {layer: sorted(found) for layer, found in sorted(grouped.items())}
+
+
+@dataclass(frozen=True)
+class GroupedAttentionConfig:
+    """Hugging Face's names: h query heads share g key/value heads."""
+
+    hidden_size: int
+    num_attention_heads: int  # h
+    num_key_value_heads: int  # g
+    attention_bias: bool = True
+
+
+def group_size_for(num_heads, num_kv_heads):
+    """Return h // g, or explain which numbers of key/value heads work."""
+    if num_kv_heads < 1 or num_heads % num_kv_heads:
+        fits = [g for g in range(1, num_heads + 1) if num_heads % g == 0]
+        raise ValueError(
+            f"{num_heads} query heads cannot share {num_kv_heads} key/value "
+            f"heads in equal groups: g = num_key_value_heads must divide "
+            f"h = num_attention_heads. Use one of {fits}."
+        )
+    return num_heads // num_kv_heads
+
+
+def check_fits(cache_shape, stored, K, V):
+    """Refuse keys and values that do not fit a cache of cache_shape
+    holding `stored` tokens, with an error that says what would fit."""
+    B, g, room, d_k = cache_shape
+    end = stored + K.shape[2]
+    if V.shape != K.shape:
+        raise ValueError(
+            f"values {tuple(V.shape)} and keys {tuple(K.shape)} differ: "
+            f"append one value per key, each of the keys' shape"
+        )
+    if K.shape != (B, g, K.shape[2], d_k):
+        raise ValueError(
+            f"keys {tuple(K.shape)} and values {tuple(V.shape)} do not "
+            f"fit a cache of (B, g, max_tokens, d_k) = {(B, g, room, d_k)}: "
+            f"make it KVCache({K.shape[0]}, {K.shape[1]}, max_tokens, "
+            f"{K.shape[-1]}), the layer's B, g and d_k"
+        )
+    if end > room:
+        raise ValueError(
+            f"the cache has room for {room} tokens, not {end}: make it "
+            f"with max_tokens >= {end}"
+        )
