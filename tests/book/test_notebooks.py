@@ -20,7 +20,7 @@ NOTEBOOKS = toc_notebooks()
 ids = [p.stem for p in NOTEBOOKS]
 # Re-executed once more in a fresh kernel to check that seeded numbers
 # reproduce: the cheapest notebook that draws random weights.
-REPRODUCED = "one_head"
+REPRODUCED = "all_heads"
 GLUE_ROLE = re.compile(r"\{glue(?::\w+)?\}`([^`:]+)")
 GLUE_DIRECTIVE = re.compile(r"^[`:]{3,}\{glue(?::\w+)?\}\s+(\S+)", re.M)
 
