@@ -283,3 +283,8 @@ def test_on_pair_reads_the_jobs_own_row_and_refuses_a_head_of_no_job():
     mine = dataclasses.replace(job, name="mine")
     with pytest.raises(ValueError, match="not one of study.jobs.*next word"):
         jobs.RealHeads.on_pair(study, mine)
+
+
+def test_a_head_numbered_like_the_source_s_head_8_says_it_is_not_it():
+    assert jobs.head_name(3) == 3
+    assert jobs.head_name(8) == "8 (not the source's head 8)"

@@ -301,8 +301,8 @@ def test_a_model_of_one_head_is_refused_and_of_a_prime_h_starts_at_h(
 
 
 def test_the_page_verdicts_read_each_outcome_and_compare_the_stack():
-    """The stack's ratio is 'about the same' as one layer's exactly when
-    the two intervals overlap; every verdict has a short phrase for the
+    """The stack's ratio and one layer's 'could not be told apart' exactly
+    when the two intervals overlap; every verdict has a short phrase for the
     outcome its rule gives."""
     from mhabook.experiments.verdicts import decide
 
@@ -324,9 +324,9 @@ def test_the_page_verdicts_read_each_outcome_and_compare_the_stack():
         return SimpleNamespace(timing=timing, conversion=conversion)
 
     for stack, outcome in [
-        (ratio(76.4, 50.7, 83.6), "about the same ratio"),  # overlapping
-        (ratio(150, 120, 180), "a larger ratio"),
-        (ratio(20, 15, 25), "a smaller ratio"),
+        (ratio(76.4, 50.7, 83.6), "cannot be told apart on these repeats"),
+        (ratio(150, 120, 180), "differ: the stack's is larger"),
+        (ratio(20, 15, 25), "differ: the stack's is smaller"),
     ]:
         verdicts = {n: rest for n, *rest in views.page_verdicts(record(stack))}
         assert decide(*verdicts["stack_same"])[1] == outcome

@@ -13,6 +13,7 @@ from mhabook.experiments.training import (
     job_scores,
     loss_and_accuracy,
     make_batch,
+    previous_only_accuracy,
     token_names,
     train,
     train_runs,
@@ -52,6 +53,11 @@ def test_an_odd_length_is_refused_with_the_rule():
         match=r"must be even and at most 2 \* num_letters = 16, got 7",
     ):
         batch(TinyConfig(num_tokens=7))
+
+
+def test_one_head_is_refused_with_what_to_set():
+    with pytest.raises(ValueError, match="num_attention_heads=1: set it to 2"):
+        heads_learn(TinyConfig(num_attention_heads=1), seeds=[0], steps=1)
 
 
 def test_job_scores_find_a_head_built_for_each_job():
@@ -132,6 +138,7 @@ def record(after, accuracy):
         before=torch.full_like(torch.tensor(after), 0.125),
         after=torch.tensor(after),
         chance=0.14,
+        previous_floor=0.34,
     )
 
 
@@ -164,3 +171,15 @@ def test_heads_learn_scores_every_run_on_the_held_out_set():
     torch.testing.assert_close(runs.after[1], expected)
     i = torch.arange(1, config.num_tokens)
     assert runs.chance == (partner[:, i] == i - 1).float().mean().item()
+    assert runs.previous_floor == previous_only_accuracy(
+        partner, config.num_digits
+    )
+
+
+def test_the_previous_token_floor_counts_position_0_as_a_guess():
+    # letters a a b b: the previous token is the match at positions 1
+    # and 3 only; position 0 has no previous token, position 2 a wrong one
+    partner = torch.tensor([[1, 0, 3, 2]])
+    # 2 of 4 positions right for sure, the other 2 right 1 time in 4; over
+    # positions 1 to 3 alone it would be 2/3 + 1/3 / 4 = 0.75
+    assert previous_only_accuracy(partner, 4) == pytest.approx(0.625)

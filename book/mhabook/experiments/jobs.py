@@ -77,6 +77,15 @@ PAIR_JOBS = ("same word, other sentence",)  # need two sentences in one input
 # targets): a bar under 1 for any baseline under 1, so a share can reach it
 # even for a job that most heads already do.
 CLEAR = 0.5
+SOURCE_HEAD = 8  # the head the source reads, in bert-base-uncased
+
+
+def head_name(head):
+    """A head's number for the prose: with a note when it is numbered like
+    the source's head 8, which belongs to another model."""
+    if head == SOURCE_HEAD:
+        return f"{head} (not the source's head {SOURCE_HEAD})"
+    return head
 
 
 def job_shares(examples, job):
@@ -263,7 +272,7 @@ class RealHeads:
         for k, job in enumerate(self.jobs):
             each_job |= {
                 f"job{k}_layer": job.layer,
-                f"job{k}_head": job.head,
+                f"job{k}_head": head_name(job.head),
                 f"job{k}_share": job.held_out,
             }
         return {
@@ -274,10 +283,15 @@ class RealHeads:
             "clear_share": CLEAR,
             **each_job,
             "first_layer": first.layer,
-            "first_head": first.head,
+            "first_head": head_name(first.head),
             "first_job": first.name,
             "n_flies": self.n_flies,
-            "flies_head": flies.head,
+            "flies_head": head_name(flies.head),
+            "flies_held_out": len(flies.score.values),
+            # the least-lifted target: 1 is an even share
+            "flies_lift": flies.score.mean,
+            "flies_lift_low": flies.score.low,
+            "flies_lift_high": flies.score.high,
             # A's target minus A's subject, a rival named in advance
             "rival": flies.rival_subject.mean,
             "rival_low": flies.rival_subject.low,

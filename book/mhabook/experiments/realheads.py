@@ -1061,6 +1061,9 @@ class Pronouns:
     sizes: list  # held-out sentences tried (`power_curve`), ascending
     powers: list  # the power at each
     detectable: float  # the lowest rate found 80% of the time, held out
+    # how often a head at chance (right on half) passes: the test's real
+    # false-positive rate, against the nominal 5% (`detection_power`)
+    false_alarm: float = float("nan")
 
     @property
     def needed(self):
@@ -1097,6 +1100,7 @@ def pronouns_result(pronouns, clark=0.65, draws=1000, sims=2000, seed=0):
         sizes=sizes,
         powers=powers,
         detectable=detectable,
+        false_alarm=detection_power(0.5, n, sims, seed=seed),
     )
 
 

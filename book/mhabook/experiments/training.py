@@ -217,6 +217,9 @@ class HeadsLearn:
     before: torch.Tensor  # (runs, h, 2): job_scores before training
     after: torch.Tensor  # (runs, h, 2): and after
     chance: float  # how often the two jobs' targets are the same token
+    # the matching accuracy of a reader of the previous token alone, over
+    # every position, as `accuracy` is (`previous_only_accuracy`)
+    previous_floor: float
 
     @property
     def job(self):
@@ -248,9 +251,29 @@ class HeadsLearn:
         return int(self.accuracy[:, 1].argmin())
 
 
+def previous_only_accuracy(partner, num_digits):
+    """The expected matching accuracy of a model that reads only the
+    previous token, over every position of `partner` (B, T): right when
+    the previous token is the match, else right one time in `num_digits`
+    by guessing. Position 0 has no previous token, so it always guesses."""
+    B, T = partner.shape
+    is_match = torch.zeros(B, T, dtype=torch.bool)
+    is_match[:, 1:] = partner[:, 1:] == torch.arange(T - 1)
+    rate = is_match.float().mean().item()
+    return rate + (1 - rate) / num_digits
+
+
 def heads_learn(config, seeds=range(12), steps=400, held_out_size=1024):
     """Train the tiny model from each seed (`train_runs`) and score every
-    run on `held_out_size` held-out sequences (generator seed 1)."""
+    run on `held_out_size` held-out sequences (generator seed 1). The
+    runs ask whether two jobs split between heads: one head is refused."""
+    if config.num_attention_heads < 2:
+        raise ValueError(
+            f"heads_learn asks whether training splits two jobs between "
+            f"heads, so it needs 2 heads or more; got "
+            f"num_attention_heads={config.num_attention_heads}: set it to 2 "
+            f"or more (one head doing both jobs is the page's first figure)"
+        )
     untrained, trained, _ = train_runs(config, list(seeds), steps)
     held_out = make_batch(
         config, held_out_size, torch.Generator().manual_seed(1)
@@ -271,4 +294,5 @@ def heads_learn(config, seeds=range(12), steps=400, held_out_size=1024):
         before=torch.stack(before),
         after=torch.stack(after),
         chance=(partner[:, i] == i - 1).float().mean().item(),
+        previous_floor=previous_only_accuracy(partner, config.num_digits),
     )

@@ -106,10 +106,10 @@ def faster_phrases(ratio, interval=True):
     }
 
 
-SAME = {  # one layer's ratio against the stack's: do the intervals meet?
-    "same": "about the same ratio",
-    "more": "a larger ratio",
-    "less": "a smaller ratio",
+SAME = {  # the stack's ratio against one layer's: do the intervals meet?
+    "same": "cannot be told apart on these repeats",
+    "more": "differ: the stack's is larger",
+    "less": "differ: the stack's is smaller",
 }
 
 
@@ -295,6 +295,7 @@ def page_numbers(r, model_name):
         "params_mqa_share": r.memory.params_mqa_share,
         "mqa_cache_ratio": r.memory.mqa_cache_ratio,
         "num_heads": c.num_heads,
+        "num_layers": len(c.to_even),  # the loaded model's
         "kv_list": ", ".join(str(g) for g in c.kv_counts),
         "n_sentences": c.n_sentences,
         "probe_size": c.probe_size,

@@ -7,6 +7,7 @@ import matplotlib as mpl
 import matplotlib.pyplot as plt
 import numpy as np
 
+from ..experiments.jobs import head_name
 from ..experiments.realheads import first_searched_layer
 from ..experiments.verdicts import all_above
 from .plotting import PALETTE, head_scatter
@@ -176,7 +177,7 @@ def page_numbers(results):
         "halves_r": c1.halves_r,
         "halves_bar": c1.halves_bar,
         # claim 2 in layer 0: chosen on the even pairs, and on the odd
-        "l0_head": l0.head,
+        "l0_head": head_name(l0.head),  # "8 (not the source's head 8)"
         "n_odd": c2.n_confirm,
         "n_half": max(c2.n_choose, c2.n_confirm),  # held out, either way
         **_estimate("l0_score", l0.score),
@@ -189,7 +190,7 @@ def page_numbers(results):
             f'"{word}" ({side})'
             for word, side in zip(c2.source_top, c2.source_top_sides)
         ),
-        "swap_head": swapped.head,
+        "swap_head": head_name(swapped.head),
         **_estimate("swap_score", swapped.score),
         # claim 2 in layers 1 and up, and the power of its test
         "upper_layer": upper.layer,
@@ -211,6 +212,7 @@ def page_numbers(results):
         "p_bar_low": min(p.bar_confirm[t] for t in p.tied).item(),
         "n_confirm": p.n_confirm,
         "p_power": p.power,
+        "p_false": p.false_alarm,
         "p_needed": p.needed,
         # value norms
         "norm_weight": results.by_weight.mean().item(),
@@ -219,11 +221,23 @@ def page_numbers(results):
     }
 
 
-COMPARE = {  # a difference's interval against 0, in "gets ... the rival"
-    "more": "more weight than",
-    "less": "less weight than",
-    "same": "about as much weight as",
+# The least-lifted target's interval against 1 (an even share), in
+# 'of the targets of "flies", ...'.
+LIFT = {
+    "more": "each gets more than an even share",
+    "same": "not each clearly gets more than even",
+    "less": "one or more gets less than even",
 }
+
+
+def between(rival):
+    """Phrases for A's target minus `rival` (an interval against 0), in
+    'between A's target and <the rival>, ...'."""
+    return {
+        "more": "A's target gets more weight",
+        "less": f"{rival} gets more weight",
+        "same": "these pairs cannot tell them apart",
+    }
 
 
 def page_verdicts(results):
@@ -280,19 +294,25 @@ def page_verdicts(results):
             "rival_a",
             "compare",
             (l0.rival_a.low, l0.rival_a.high, 0, 0),
-            COMPARE,
+            between("the stronger rival"),
         ),
         (
             "rival_subject",  # a rival named in advance: A's subject
             "compare",
             (l0.rival_subject.low, l0.rival_subject.high, 0, 0),
-            COMPARE,
+            between("the word before"),
         ),
         (
             "rival_first_b",  # and B's first target
             "compare",
             (l0.rival_first_b.low, l0.rival_first_b.high, 0, 0),
-            COMPARE,
+            between("B's first target"),
+        ),
+        (
+            "l0_lift",  # the least-lifted target, held out, against 1
+            "compare",
+            (l0.score.low, l0.score.high, 1.0, 1.0),
+            LIFT,
         ),
         (
             "c2_upper",
@@ -317,6 +337,15 @@ def page_verdicts(results):
             {
                 True: "a chosen head beats chance",
                 False: "no chosen head beats chance",
+            },
+        ),
+        (
+            "p_strict",  # a head at chance passes less than 5% of the time
+            "above",
+            (0.05, p.false_alarm),
+            {
+                True: "stricter than the nominal 5%",
+                False: "not stricter than the nominal 5%",
             },
         ),
         (
