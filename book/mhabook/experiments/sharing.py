@@ -282,7 +282,7 @@ def time_decoding(
     width=512,
     num_heads=8,
     num_kv_heads=2,
-    lengths=(32, 64, 128, 256, 384, 512),
+    lengths=(32, 64, 128, 256, 512),
     repeats=15,
     min_run_time=0.02,
     stack_layers=2,
