@@ -292,6 +292,11 @@ class RealHeads:
             "flies_lift": flies.score.mean,
             "flies_lift_low": flies.score.low,
             "flies_lift_high": flies.score.high,
+            # the same test with the head chosen on the odd pairs instead
+            "swap_head": head_name(self.swapped.head),
+            "swap_lift": self.swapped.score.mean,
+            "swap_lift_low": self.swapped.score.low,
+            "swap_lift_high": self.swapped.score.high,
             # A's target minus A's subject, a rival named in advance
             "rival": flies.rival_subject.mean,
             "rival_low": flies.rival_subject.low,
