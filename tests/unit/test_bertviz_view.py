@@ -88,6 +88,18 @@ def test_presets_are_buttons_with_escaped_labels():
     assert f'getElementById("{root}")' in html
 
 
+def test_jobs_as_presets_are_labelled_by_name_and_open_every_layer():
+    from types import SimpleNamespace
+
+    job = SimpleNamespace(name="next word", layer=1, head=0)
+    html = head_view_html(
+        attention(), TOKENS, 4, layer=0, heads=[0], presets=[job]
+    ).data
+    assert "next word: layer 1, head 0</button>" in html
+    one_layer = head_view_html(attention(), TOKENS, 4, layer=0, heads=[0])
+    assert len(html) > len(one_layer.data)  # the other layers' weights
+
+
 def test_a_preset_out_of_range_is_refused():
     with pytest.raises(ValueError, match="layer 0, head 5"):
         head_view_html(

@@ -77,15 +77,6 @@ PAIR_JOBS = ("same word, other sentence",)  # need two sentences in one input
 # targets): a bar under 1 for any baseline under 1, so a share can reach it
 # even for a job that most heads already do.
 CLEAR = 0.5
-SOURCE_HEAD = 8  # the head the source reads, in bert-base-uncased
-
-
-def head_name(head):
-    """A head's number for the prose: with a note when it is numbered like
-    the source's head 8, which belongs to another model."""
-    if head == SOURCE_HEAD:
-        return f"{head} (not the source's head {SOURCE_HEAD})"
-    return head
 
 
 def job_shares(examples, job):
@@ -244,12 +235,11 @@ class RealHeads:
         return sum(job.does_job for job in self.jobs)
 
     @property
-    def flies_passes(self):
+    def lift_passes(self):
         """0, 1 or 2: of the two choices (on the even pairs, on the odd),
-        how many give a head whose held-out test passes: all its
-        `pattern_margins` above 0."""
-        tests = (self.flies, self.swapped)
-        return sum(min(t.pattern_margins) > 0 for t in tests)
+        how many give a head whose held-out score's interval lies above 1,
+        an even share, for every target of "flies"."""
+        return sum(t.score.low > 1 for t in (self.flies, self.swapped))
 
     def on_pair(self, job):
         """`job`'s head (one of `jobs`), its score at that job on the pair."""
@@ -272,7 +262,7 @@ class RealHeads:
         for k, job in enumerate(self.jobs):
             each_job |= {
                 f"job{k}_layer": job.layer,
-                f"job{k}_head": head_name(job.head),
+                f"job{k}_head": job.head,
                 f"job{k}_share": job.held_out,
             }
         return {
@@ -283,17 +273,17 @@ class RealHeads:
             "clear_share": CLEAR,
             **each_job,
             "first_layer": first.layer,
-            "first_head": head_name(first.head),
+            "first_head": first.head,
             "first_job": first.name,
             "n_flies": self.n_flies,
-            "flies_head": head_name(flies.head),
+            "flies_head": flies.head,
             "flies_held_out": len(flies.score.values),
             # the least-lifted target: 1 is an even share
             "flies_lift": flies.score.mean,
             "flies_lift_low": flies.score.low,
             "flies_lift_high": flies.score.high,
             # the same test with the head chosen on the odd pairs instead
-            "swap_head": head_name(self.swapped.head),
+            "swap_head": self.swapped.head,
             "swap_lift": self.swapped.score.mean,
             "swap_lift_low": self.swapped.score.low,
             "swap_lift_high": self.swapped.score.high,

@@ -79,8 +79,9 @@ def head_view_html(
     attention: (L, h, T, T), as from `model_attentions`. Only `layer` is
     serialised, or with all_layers=True every layer (so that the view's
     layer menu works); weights are rounded to `decimals` to keep pages
-    small. presets: (label, layer, head) triples, each a button under
-    the view that opens it on that head alone (needs all_layers=True).
+    small. presets: (label, layer, head) triples, or jobs (with a name,
+    a layer and a head), each a button under the view that opens it on
+    that head alone; presets serialise every layer.
     """
     if attention is None or len(attention) == 0:
         raise ValueError(
@@ -99,6 +100,13 @@ def head_view_html(
             f"{len(tokens)} tokens for {T} attention positions: pass one "
             f"token per position, the tokens of the input the weights are of"
         )
+    presets = [
+        (f"{p.name}: layer {p.layer}, head {p.head}", p.layer, p.head)
+        if hasattr(p, "name")
+        else p
+        for p in presets
+    ]
+    all_layers = all_layers or bool(presets)
     for label, at_layer, head in presets:
         if not (0 <= at_layer < num_layers and 0 <= head < num_heads):
             raise ValueError(
@@ -106,8 +114,6 @@ def head_view_html(
                 f"model has layers 0..{num_layers - 1} and heads "
                 f"0..{num_heads - 1}: pick a layer and a head in those ranges"
             )
-    if presets and not all_layers:
-        raise ValueError("presets switch layers: pass all_layers=True")
     bad = [h for h in heads or [] if not 0 <= h < num_heads]
     if bad:
         raise ValueError(

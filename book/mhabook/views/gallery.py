@@ -62,35 +62,34 @@ def figure(attention, tokens, jobs, targets):
     return fig
 
 
-def table(jobs):
+def table(jobs, detail=False):
     """The gallery as a Markdown table, one row per job: the held-out
-    share beside its baselines, and whether its interval's low end is over
-    the bar (`Job.bar`: `CLEAR` of the way from the higher baseline to 1)."""
-    lines = [
-        "| job | best head | held-out share (95% interval) | even spread "
-        "| median head | clearly? |",
-        "|---|---|---:|---:|---:|---|",
-    ]
+    score beside its baselines, and whether the head does the job (its
+    interval's low end over `Job.bar`). detail=True gives the interval and
+    the bar instead of the baselines."""
+    if detail:
+        head = "| job | held-out score | 95% interval | bar | does the job? |"
+        lines = [head, "|---|---:|---:|---:|---|"]
+    else:
+        lines = [
+            "| job | best head | held-out score | even spread | median head "
+            "| does the job? |",
+            "|---|---|---:|---:|---:|---|",
+        ]
     for job in jobs:
         name = html.escape(job.name)
         if job.inputs == "pairs":
             name += " (on pairs)"
-        lines.append(
-            f"| {name} | layer {job.layer}, head {job.head} "
-            f"| {job.held_out:.2f} ({job.low:.2f}–{job.high:.2f}) "
-            f"| {job.even:.2f} | {job.median:.2f} "
-            f"| {'yes' if job.does_job else 'no'} (bar {job.bar:.2f}) |"
-        )
+        does = "yes" if job.does_job else "no"
+        if detail:
+            lines.append(
+                f"| {name} | {job.held_out:.3f} "
+                f"| {job.low:.3f}–{job.high:.3f} | {job.bar:.2f} | {does} |"
+            )
+        else:
+            lines.append(
+                f"| {name} | layer {job.layer}, head {job.head} "
+                f"| {job.held_out:.2f} | {job.even:.2f} | {job.median:.2f} "
+                f"| {does} |"
+            )
     return Markdown("\n".join(lines))
-
-
-def presets(jobs):
-    """(label, layer, head) for each job: buttons under the head view."""
-    return [
-        (
-            f"{job.name}: layer {job.layer}, head {job.head}",
-            job.layer,
-            job.head,
-        )
-        for job in jobs
-    ]

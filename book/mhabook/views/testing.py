@@ -7,7 +7,6 @@ import matplotlib as mpl
 import matplotlib.pyplot as plt
 import numpy as np
 
-from ..experiments.jobs import head_name
 from ..experiments.realheads import first_searched_layer
 from ..experiments.verdicts import all_above
 from .plotting import PALETTE, head_scatter
@@ -177,7 +176,7 @@ def page_numbers(results):
         "halves_r": c1.halves_r,
         "halves_bar": c1.halves_bar,
         # claim 2 in layer 0: chosen on the even pairs, and on the odd
-        "l0_head": head_name(l0.head),  # "8 (not the source's head 8)"
+        "l0_head": l0.head,
         "n_odd": c2.n_confirm,
         "n_half": max(c2.n_choose, c2.n_confirm),  # held out, either way
         **_estimate("l0_score", l0.score),
@@ -190,7 +189,7 @@ def page_numbers(results):
             f'"{word}" ({side})'
             for word, side in zip(c2.source_top, c2.source_top_sides)
         ),
-        "swap_head": head_name(swapped.head),
+        "swap_head": swapped.head,
         **_estimate("swap_score", swapped.score),
         # claim 2 in layers 1 and up, and the power of its test
         "upper_layer": upper.layer,
