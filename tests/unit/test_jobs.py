@@ -168,7 +168,7 @@ def test_the_figure_and_table_show_each_job():
     found[-1].inputs = "pairs"
     rows = gallery.table(found).data.splitlines()
     assert len(rows) == 2 + len(found)
-    assert "| previous word | layer 1, head 2 | 1.00" in rows[2]
+    assert "| previous word | 1, 2 | 1.00" in rows[2]
     assert rows[2].endswith("| 1.00 | 0.12 | 0.12 | yes |")
     assert rows[3].endswith("| no |")  # next word: no head
     assert rows[0].endswith("| does the job? |")

@@ -72,8 +72,8 @@ def table(jobs, detail=False):
         lines = [head, "|---|---:|---:|---:|---|"]
     else:
         lines = [
-            "| job | best head | held-out score | even spread | median head "
-            "| does the job? |",
+            "| job | best head (layer, head) | held-out score | even spread "
+            "| median head | does the job? |",
             "|---|---|---:|---:|---:|---|",
         ]
     for job in jobs:
@@ -88,7 +88,7 @@ def table(jobs, detail=False):
             )
         else:
             lines.append(
-                f"| {name} | layer {job.layer}, head {job.head} "
+                f"| {name} | {job.layer}, {job.head} "
                 f"| {job.held_out:.2f} | {job.even:.2f} | {job.median:.2f} "
                 f"| {does} |"
             )
