@@ -16,7 +16,13 @@ from dataclasses import dataclass
 
 
 def check_heads(heads, num_heads):
-    """Refuse head numbers outside 0 .. num_heads - 1."""
+    """Refuse head numbers outside 0 .. num_heads - 1, or one number
+    where a list is expected."""
+    if not hasattr(heads, "__iter__"):
+        raise ValueError(
+            f"heads {heads!r}: pass a list of head numbers, such as "
+            f"[{heads!r}]"
+        )
     if not all(0 <= int(head) < num_heads for head in heads):
         raise ValueError(
             f"heads {list(heads)}: a layer of this model has heads "

@@ -416,3 +416,7 @@ def test_a_conversion_measures_what_sharing_moves():
     assert kept == pytest.approx(1 - lost / (1 - found.fidelity_none))
     assert found.to_even.shape == found.shift[1].shape == (2,)
     assert len(found.shift_growth()) == 2
+    assert torch.equal(found.cosines_at(1), found.cosines[1])
+    assert found.cosines_at(4).eq(1).all()  # g = h: nothing averaged
+    with pytest.raises(ValueError, match="g = 3 was not measured.*\\[1, 2\\]"):
+        found.cosines_at(3)

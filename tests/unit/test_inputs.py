@@ -83,7 +83,9 @@ def test_several_words_are_found_in_order_or_the_first_missing_named(
     tokenizer,
 ):
     text = "the cat sat on the mat"
-    assert word_positions(tokenizer, text, ("sat", "cat", "the")) == [2, 1, 0]
+    assert word_positions(tokenizer, text, ("sat", "cat", "on")) == [2, 1, 3]
+    with pytest.raises(ValueError, match="'the' occurs 2 times.*occur once"):
+        word_positions(tokenizer, text, ("sat", "the"))
     with pytest.raises(ValueError, match="'dog' is not in the sentence"):
         word_positions(tokenizer, text, ("cat", "dog", "fish"))
 

@@ -176,6 +176,13 @@ def test_head_matrices_refuses_a_large_layer():
     config = SimpleNamespace(hidden_size=32, num_attention_heads=2)
     with pytest.raises(ValueError, match="draw a small example"):
         head_matrices(MultiHeadAttention(config), torch.randn(3, 32), "abc")
+    small = MultiHeadAttention(
+        SimpleNamespace(hidden_size=8, num_attention_heads=2)
+    )
+    with pytest.raises(
+        ValueError, match="has 12 features but the layer takes 8"
+    ):
+        head_matrices(small, torch.randn(3, 12), "abc")
 
 
 def test_page_png_draws_twice_the_pixels_it_is_shown_at_in_256_colours():

@@ -738,6 +738,14 @@ def test_testing_results_on_a_random_bert_find_no_claim_2():
     assert results.claim1.replicated <= 1
     assert results.by_weight.shape == results.by_norm.shape == (2,)
     assert results.pronouns.n_confirm == 16
+    one_layer = tiny_bert(
+        vocab_size=tokenizer.vocab_size,
+        hidden_size=16,
+        max_position_embeddings=64,
+        num_hidden_layers=1,
+    )
+    with pytest.raises(ValueError, match="has 1 layer.*at least 2 layers"):
+        realheads.testing_results(one_layer, tokenizer)
 
 
 # --- claim 1 without the planted head, claim 2 swapped, word sense ----------

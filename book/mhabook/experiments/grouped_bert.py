@@ -125,6 +125,18 @@ class Conversion:
     def fidelity(self, g):
         return 1.0 if g == self.num_heads else self.cosines[g].mean().item()
 
+    def cosines_at(self, g):
+        """(N,): each sentence's cosine at g key/value heads; all 1 at
+        g = h, where averaging changes nothing."""
+        if g == self.num_heads:
+            return torch.ones_like(self.cosines_none)
+        if g not in self.cosines:
+            raise ValueError(
+                f"g = {g} was not measured: use one of "
+                f"{sorted(self.cosines)} or {self.num_heads}"
+            )
+        return self.cosines[g]
+
     def fidelity_half(self, g, half):
         if g == self.num_heads:
             return 1.0

@@ -209,9 +209,20 @@ def word_position(tokens, word, text=None, tokenizer=None, name=None, why=""):
 def word_positions(tokenizer, text, words):
     """The position of each of `words` among the tokens of `text` (read
     without [CLS] and [SEP]), or `word_position`'s ValueError for the first
-    word that is not there, which says why and which words to use."""
+    word that is not there, which says why and which words to use; a word
+    that occurs twice is refused, as its position would be a guess."""
     tokens = tokenizer.tokenize(text)
-    return [word_position(tokens, word, text, tokenizer) for word in words]
+    positions = [
+        word_position(tokens, word, text, tokenizer) for word in words
+    ]
+    for word in words:
+        if tokens.count(word) > 1:
+            raise ValueError(
+                f"{word!r} occurs {tokens.count(word)} times in {text!r}, "
+                f"so which one is meant is a guess: pick words that occur "
+                f"once in the sentence"
+            )
+    return positions
 
 
 def _refusal(problem, fix, name, why):

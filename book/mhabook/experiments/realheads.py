@@ -1122,6 +1122,13 @@ def testing_results(model, tokenizer, draws=1000, sims=2000, seed=0):
     """`TestingHeads`: the three sets of book/data/ run through `model`,
     and every test the page testing_heads reports. draws: resamples of
     each null; sims: simulated heads for each power."""
+    num_layers = model.config.num_hidden_layers
+    if num_layers < 2:
+        raise ValueError(
+            f"this checkpoint has {num_layers} layer; the tests of claim 2 "
+            f"compare layer 0 with the layers above it: load a checkpoint "
+            f"with at least 2 layers (MHA_CHECKPOINT)"
+        )
     pairs, flies, pronouns = load_sets(model, tokenizer)
     by_weight, by_norm = special_shares(model, pairs)
     return TestingHeads(

@@ -68,7 +68,9 @@ def table(jobs, detail=False):
     detail=True gives its interval, the bar, and whether the head does the
     job (the interval's low end over `Job.bar`) instead."""
     if detail:
-        head = "| job | held-out score | 95% interval | bar | far above both? |"
+        head = (
+            "| job | held-out score | 95% interval | bar | far above both? |"
+        )
         lines = [head, "|---|---:|---:|---:|---|"]
     else:
         lines = [

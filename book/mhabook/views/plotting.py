@@ -504,6 +504,12 @@ def head_matrices(layer, hidden_state, tokens, cell=0.19):
             f" (got {width}); pass the first 8 tokens, hidden_state[:, :8], "
             f"and a layer of hidden_size 16 or less"
         )
+    layer_width = layer.output_linear.out_features
+    if width != layer_width:
+        raise ValueError(
+            f"the input has {width} features but the layer takes "
+            f"{layer_width}: build the input with the layer's hidden_size"
+        )
     hidden = hidden_state.reshape(1, num_tokens, width)
     rows, outputs = [], []
     for head in layer.heads:
