@@ -93,6 +93,12 @@ def test_paired_ratio_cancels_what_slows_both():
     r = costs.paired_ratio(times, 0, 1)
     assert (r.median, r.low, r.high) == pytest.approx((2.0, 2.0, 2.0))
     assert costs.paired_ratio(times, 1, 0).median == pytest.approx(0.5)
+    # the ratio of the medians, unpaired: 2 * median / median
+    assert r.of_medians == pytest.approx(2.0)
+    times[0, 0] = 100.0  # one slow repeat of a moves a's median
+    assert costs.paired_ratio(times, 0, 1).of_medians == pytest.approx(
+        times[:, 0].quantile(0.5) / machine.quantile(0.5)
+    )
 
 
 def test_paired_ratio_interval_holds_the_median_and_is_fixed():

@@ -108,6 +108,7 @@ class PairedRatio:
     median: float  # median over repeats of times[:, a] / times[:, b]
     low: float  # 95% bootstrap interval of that median
     high: float
+    of_medians: float = float("nan")  # median of a / median of b
 
     def against(self, bar=1.0):
         """The arguments of the verdict rule `compare`: the interval
@@ -154,7 +155,9 @@ def paired_ratio(times, a, b, seed=0):
     times = _table(times)
     ratios = times[:, a] / times[:, b]
     return PairedRatio(
-        ratios.quantile(0.5).item(), *_ends(_medians(ratios, seed))
+        ratios.quantile(0.5).item(),
+        *_ends(_medians(ratios, seed)),
+        (times[:, a].quantile(0.5) / times[:, b].quantile(0.5)).item(),
     )
 
 

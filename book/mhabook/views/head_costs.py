@@ -114,7 +114,8 @@ def shown(ratio):
         *(
             float(number(x).replace(",", ""))
             for x in (ratio.median, ratio.low, ratio.high)
-        )
+        ),
+        ratio.of_medians,
     )
 
 
@@ -190,6 +191,7 @@ def page_numbers(r):
         "min_run_ms": r.min_run_time * 1e3,
         "ratio_short": ratio_text(r.batched_loop[short]),
         "ratio_short_mid": number(r.batched_loop[short].median),
+        "ratio_short_of_medians": number(r.batched_loop[short].of_medians),
         "ratio_long": ratio_text(r.batched_loop[long]),
         "fused_ratio_short": ratio_text(r.fused_batched[short]),
         "fused_ratio": ratio_text(r.fused_batched[long]),

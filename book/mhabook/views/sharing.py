@@ -286,6 +286,7 @@ def page_numbers(r, model_name):
         "t_kv_heads": t.num_kv_heads,
         "speedup_text": ratio_text(t.speedup),
         "speedup_first": number(t.speedups[0].median),
+        "speedup_of_medians": number(t.speedup.of_medians),
         "growth_without": t.growth_without.median,
         "growth_with_text": ratio_text(t.growth_with),
         "stack_layers": t.stack_layers,
