@@ -166,6 +166,10 @@ def test_run_example_keeps_segments_and_special_positions(tokenizer):
         position(split, "flies", 1)
     with pytest.raises(ValueError, match="use 0 for sentence A or 1"):
         position(pair, "flies", 2)
+    with pytest.raises(ValueError, match="lower-cases 'Flies'.*'flies'"):
+        position(pair, "Flies", 1)
+    with pytest.raises(ValueError, match="'fruit flies' is 2 words"):
+        position(pair, "fruit flies", 1)
 
 
 def pairs_of_lengths(weigh):

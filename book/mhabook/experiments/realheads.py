@@ -167,15 +167,22 @@ def position(example, word, segment=0, set_name=None):
         if s == segment
     ]
     joined = " ".join(words).replace(" ##", "")
-    if "[UNK]" in words:
+    if len(word.split()) > 1:
+        why = f"{word!r} is {len(word.split())} words, not one token"
+        fix = f"name one word of it, such as {word.split()[-1]!r}"
+    elif "[UNK]" in words:
         why = (
             f"the tokenizer does not know a word of sentence {sentence}, "
             f"maybe {word!r} (it reads {words})"
         )
         fix = "use words in the tokenizer's vocabulary"
-    elif word.lower() in joined.split() or word in joined.split():
+    elif word != word.lower() and word.lower() in words:
+        why = f"the tokenizer lower-cases {word!r} (sentence {sentence} "
+        why += f"reads {words})"
+        fix = f"write it {word.lower()!r}"
+    elif word.lower() in joined.split():
         why = (
-            f"the tokenizer cuts {word!r} into pieces or changes its case "
+            f"the tokenizer cuts {word!r} into pieces "
             f"(sentence {sentence} reads {words})"
         )
         fix = "use a word the tokenizer keeps whole, in lower case"
