@@ -169,7 +169,7 @@ def test_the_figure_and_table_show_each_job():
     rows = gallery.table(found).data.splitlines()
     assert len(rows) == 2 + len(found)
     assert "| previous word | 1, 2 | 1.00" in rows[2]
-    assert rows[2].endswith("| 1.00 | 0.12 | 0.12 | 8.0 |")
+    assert rows[2].endswith("| 1.00 | 0.12 | 0.12 | 8.3 |")  # 1.00 / 0.12
     assert rows[0].endswith("| × higher baseline |")
     assert rows[-1].startswith("| same word, other sentence (on pairs) |")
     detail = gallery.table(found, detail=True).data.splitlines()

@@ -62,6 +62,12 @@ def figure(attention, tokens, jobs, targets):
     return fig
 
 
+def _printed(x):
+    """x as the table prints it, to 2 decimals: a ratio of printed
+    numbers is one the reader can check."""
+    return float(f"{x:.2f}")
+
+
 def table(jobs, detail=False):
     """The gallery as a Markdown table, one row per job: the held-out
     score beside its baselines, and the score over the higher of them.
@@ -89,9 +95,10 @@ def table(jobs, detail=False):
                 f"| {job.low:.3f}–{job.high:.3f} | {job.bar:.2f} | {does} |"
             )
         else:
+            base = max(job.even, job.median)
             lines.append(
                 f"| {name} | {job.layer}, {job.head} "
                 f"| {job.held_out:.2f} | {job.even:.2f} | {job.median:.2f} "
-                f"| {job.held_out / max(job.even, job.median):.1f} |"
+                f"| {_printed(job.held_out) / _printed(base):.1f} |"
             )
     return Markdown("\n".join(lines))

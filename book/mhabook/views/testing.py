@@ -276,8 +276,8 @@ def page_verdicts(results):
             ),
             {
                 "none": "is shown on neither half",
-                "some": "holds on one of two halves only",
-                "most": "holds on one of two halves only",  # (1 of 2)
+                "some": "holds on one half and is unsettled on the other",
+                "most": "holds on one half and is unsettled on the other",
                 "all": "holds on both halves",
             },
         ),
