@@ -245,6 +245,7 @@ def page_verdicts(results):
     c1, c2, p = results.claim1, results.claim2, results.pronouns
     l0, swapped = c2.layer0, c2.layer0_swapped
     passes = {True: "passes", False: "fails"}
+    one_half = "is unsettled: it holds on one half"
     return [
         (
             "claim_1",
@@ -276,8 +277,8 @@ def page_verdicts(results):
             ),
             {
                 "none": "is shown on neither half",
-                "some": "holds on one half and is unsettled on the other",
-                "most": "holds on one half and is unsettled on the other",
+                "some": one_half,
+                "most": one_half,  # 1 of 2
                 "all": "holds on both halves",
             },
         ),
