@@ -66,6 +66,8 @@ def test_tokens_that_do_not_fit_the_weights_name_the_fix():
 def test_a_head_out_of_range_is_refused():
     with pytest.raises(ValueError, match=r"heads \[2\] do not exist"):
         head_view_html(attention(), TOKENS, 4, layer=0, heads=[2])
+    with pytest.raises(ValueError, match=r"heads=\[\] would show no head"):
+        head_view_html(attention(), TOKENS, 4, layer=0, heads=[])
 
 
 def test_presets_are_buttons_with_escaped_labels():

@@ -114,6 +114,11 @@ def head_view_html(
                 f"model has layers 0..{num_layers - 1} and heads "
                 f"0..{num_heads - 1}: pick a layer and a head in those ranges"
             )
+    if heads is not None and len(heads) == 0:
+        raise ValueError(
+            "heads=[] would show no head: pass None for every head, or a "
+            "list such as [2]"
+        )
     bad = [h for h in heads or [] if not 0 <= h < num_heads]
     if bad:
         raise ValueError(
