@@ -85,6 +85,8 @@ def test_presets_are_buttons_with_escaped_labels():
         r'<button[^>]*data-layer="(\d)" data-head="(\d)"', html
     )
     assert buttons == [("2", "1"), ("0", "0")]
+    view = head_view_html(attention(), TOKENS, 4, layer=1, heads=None)
+    assert (view.layer, view.heads) == (1, None)  # what the text reads
     assert "&lt;b&gt;[SEP]&lt;/b&gt;" in html and "<b>[SEP]" not in html
     root = re.search(r'id="(bertviz-[0-9a-f]+)"', html).group(1)
     assert f'getElementById("{root}")' in html

@@ -144,7 +144,9 @@ def head_view_html(
     start, end = view.index(INLINE) + len(INLINE), view.rindex("</script>")
     script = use_our_colours(view[start:end]) + access_call(view)
     page = view[:start] + escape_script(script) + view[end:]
-    return HTML(name_selects(page) + preset_buttons(page, presets))
+    view = HTML(name_selects(page) + preset_buttons(page, presets))
+    view.layer, view.heads = layer, heads  # what it opens on, for the text
+    return view
 
 
 def access_call(view):
