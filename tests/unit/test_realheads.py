@@ -927,12 +927,13 @@ def test_a_row_with_the_wrong_columns_names_the_file_line_and_columns(
 
 
 def test_a_rate_that_is_not_a_chance_is_refused():
-    for rate in (80, 0, -0.5, 1.01):
+    for rate in (80, -0.5, 1.01):
         with pytest.raises(ValueError, match=r"not a chance.*0\.8 for 80%"):
             power_curve(rate, 16, sims=10)
         with pytest.raises(ValueError, match="not a chance between 0 and 1"):
             detection_power(rate, 16, sims=10)
     assert detection_power(1.0, 16, sims=50) == 1.0  # 1 itself is a chance
+    assert detection_power(0.0, 16, sims=50) == 0.0  # and so is 0
 
 
 def test_an_empty_column_names_the_file_the_line_and_the_column(

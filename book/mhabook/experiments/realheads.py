@@ -649,8 +649,8 @@ def pronoun_test(pronouns, draws=1000, seed=0):
 
 
 def check_rate(p):
-    """Refuse a rate that is not a chance in (0, 1], such as 80 for 80%."""
-    if not 0 < float(p) <= 1:
+    """Refuse a rate that is not a chance in [0, 1], such as 80 for 80%."""
+    if not 0 <= float(p) <= 1:
         raise ValueError(
             f"the head's rate is {p}, not a chance between 0 and 1: pass "
             f"the share of sentences it gets right, 0.8 for 80%"
