@@ -4,7 +4,8 @@ import html
 
 import matplotlib.pyplot as plt
 import numpy as np
-from IPython.display import Markdown
+
+from .sharing import markdown_table
 
 
 def figure(attention, tokens, jobs, targets):
@@ -73,32 +74,33 @@ def table(jobs, detail=False):
     score beside its baselines, and the score over the higher of them.
     detail=True gives its interval, the bar, and whether the head does the
     job (the interval's low end over `Job.bar`) instead."""
+    header = ["job", "best head (layer, head)", "held-out score"]
+    header += ["even spread", "median head", "× higher baseline"]
     if detail:
-        head = (
-            "| job | held-out score | 95% interval | bar | far above both? |"
-        )
-        lines = [head, "|---|---:|---:|---:|---|"]
-    else:
-        lines = [
-            "| job | best head (layer, head) | held-out score | even spread "
-            "| median head | × higher baseline |",
-            "|---|---|---:|---:|---:|---:|",
-        ]
+        header = ["job", "held-out score", "95% interval", "bar"]
+        header += ["far above both?"]
+    rows = []
     for job in jobs:
         name = html.escape(job.name)
         if job.inputs == "pairs":
             name += " (on pairs)"
-        does = "yes" if job.does_job else "no"
         if detail:
-            lines.append(
-                f"| {name} | {job.held_out:.3f} "
-                f"| {job.low:.3f}–{job.high:.3f} | {job.bar:.2f} | {does} |"
+            does = "yes" if job.does_job else "no"
+            interval = f"{job.low:.3f}–{job.high:.3f}"
+            rows.append(
+                [name, f"{job.held_out:.3f}", interval, f"{job.bar:.2f}", does]
             )
         else:
             base = max(job.even, job.median)
-            lines.append(
-                f"| {name} | {job.layer}, {job.head} "
-                f"| {job.held_out:.2f} | {job.even:.2f} | {job.median:.2f} "
-                f"| {_printed(job.held_out) / _printed(base):.1f} |"
+            ratio = _printed(job.held_out) / _printed(base)
+            rows.append(
+                [
+                    name,
+                    f"{job.layer}, {job.head}",
+                    f"{job.held_out:.2f}",
+                    f"{job.even:.2f}",
+                    f"{job.median:.2f}",
+                    f"{ratio:.1f}",
+                ]
             )
-    return Markdown("\n".join(lines))
+    return markdown_table(header, rows)
