@@ -165,13 +165,13 @@ def test_the_figure_and_table_show_each_job():
     titles = [ax.get_title() for ax in fig.axes if ax.get_title()]
     assert titles[0] == "previous word\nlayer 1, head 2"
     assert len(titles) == len(found)
-    found[-1].inputs = "pairs"
+    found[2].inputs = "pairs"
     rows = gallery.table(found).data.splitlines()
     assert len(rows) == 2 + len(found)
     assert "| previous word | 1, 2 | 1.00" in rows[2]
     assert rows[2].endswith("| 1.00 | 0.12 | 0.12 | 8.3 |")  # 1.00 / 0.12
     assert rows[0].endswith("| × higher baseline |")
-    assert rows[-1].startswith("| same word, other sentence (on pairs) |")
+    assert rows[4].startswith("| same word, other sentence (on pairs) |")
     detail = gallery.table(found, detail=True).data.splitlines()
     assert detail[2] == "| previous word | 1.000 | 1.000–1.000 | 0.56 | yes |"
     assert detail[3].endswith("| 0.56 | no |")
@@ -205,6 +205,19 @@ def test_lift_passes_counts_the_choices_whose_held_out_score_is_above_1():
     assert passes(flies_test(0.97), flies_test(1.1)) == 1  # either half
     assert passes(flies_test(1.1, -0.1), flies_test(1.2)) == 2  # the score
     assert passes(flies_test(0.9), flies_test(1.0)) == 0  # 1.0 is not above
+
+
+def test_jobs_done_counts_word_jobs_and_leaves_out_parking():
+    names = [f.name for f in dataclasses.fields(jobs.RealHeads)]
+    study = jobs.RealHeads(**dict.fromkeys(names))
+    done = jobs.Job("[CLS]", 0, 0, 0.99, 0.98, 1.0, 0.1, 0.1, 10)
+    not_done = jobs.Job("next word", 0, 1, 0.2, 0.1, 0.3, 0.1, 0.1, 10)
+    assert done.does_job and not not_done.does_job
+    study.jobs = [not_done, done]
+    assert study.jobs_done == 0  # a [CLS] head is parking, not a job
+    study.jobs = [dataclasses.replace(done, name="next word"), done]
+    assert study.jobs_done == 1
+    assert [job.name for job in study.word_jobs] == ["next word"]
 
 
 def test_the_study_runs_on_a_random_bert_and_finds_no_job_there(tmp_path):
@@ -251,7 +264,12 @@ def test_the_study_runs_on_a_random_bert_and_finds_no_job_there(tmp_path):
     assert all(
         len(set(ex["segments"].tolist())) == 1 for ex in study.sentences
     )
-    assert [job.inputs for job in study.jobs] == ["sentences"] * 4 + ["pairs"]
+    inputs = ["sentences"] * 2 + ["pairs"] + ["sentences"] * 2
+    assert [job.inputs for job in study.jobs] == inputs
+    # the head-8 figure: "flies" in A and in B on the source's pair
+    T = len(study.source_tokens)
+    assert study.source_rows.shape == (2, T)
+    assert len(study.source_targets) == 3
     assert numbers["n_flies"] == len(rh.load_table(rh.SETS["flies"]))
     assert numbers["flies_head"] == flies.head
     assert numbers["clear_share"] == jobs.CLEAR

@@ -366,6 +366,17 @@ def test_the_curves_start_and_end_where_they_must(planted):
     # the yardstick the page reads fidelity against: every head removed
     assert result.fid_none == pytest.approx(probe.fidelity(every))
     assert result.fid_none < result.fid_half < 1.0
+    # fidelity's scale: a sentence against its paraphrase and its partner
+    n = len(rows)
+    sentence, paraphrase, partner = probe.reference.view(3, n, -1)
+    cos = torch.nn.functional.cosine_similarity
+    assert result.cos_paraphrase == pytest.approx(
+        cos(sentence, paraphrase).mean().item()
+    )
+    assert result.cos_partner == pytest.approx(
+        cos(sentence, partner).mean().item()
+    )
+    assert result.cos_paraphrase != result.cos_partner
     half = result.order[: result.half]
     assert probe.fidelity(half) == pytest.approx(result.fid_half)
     assert result.first_layer == 1  # the layer of the silent head

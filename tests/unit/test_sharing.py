@@ -325,8 +325,8 @@ def test_the_page_verdicts_read_each_outcome_and_compare_the_stack():
 
     for stack, outcome in [
         (ratio(76.4, 50.7, 83.6), "cannot be told apart on these repeats"),
-        (ratio(150, 120, 180), "differ: the stack's is larger"),
-        (ratio(20, 15, 25), "differ: the stack's is smaller"),
+        (ratio(150, 120, 180), "differ here: the stack's is larger"),
+        (ratio(20, 15, 25), "differ here: the stack's is smaller"),
     ]:
         verdicts = {n: rest for n, *rest in views.page_verdicts(record(stack))}
         assert decide(*verdicts["stack_same"])[1] == outcome

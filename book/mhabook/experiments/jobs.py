@@ -67,11 +67,15 @@ def same_word_other_sentence(example):
 JOBS = {
     "previous word": previous_word,
     "next word": next_word,
+    "same word, other sentence": same_word_other_sentence,
     "[CLS]": special_token("[CLS]"),
     "[SEP]": special_token("[SEP]"),
-    "same word, other sentence": same_word_other_sentence,
 }
 PAIR_JOBS = ("same word, other sentence",)  # need two sentences in one input
+# Targets that are not words: heads may park attention there when their
+# job does not apply (Clark et al. 2019, section 3.2), so a head that does
+# one is not counted among the heads with a job of reading.
+PARKING = ("[CLS]", "[SEP]")
 # A job is done clearly when the held-out interval's low end closes this
 # share of the gap from the higher baseline to 1 (all attention on the
 # targets): a bar under 1 for any baseline under 1, so a share can reach it
@@ -228,11 +232,23 @@ class RealHeads:
     # `realheads.claim_two`, which the page testing_heads reads)
     flies: rh.FliesTest
     swapped: rh.FliesTest
+    # the first pair of flies_pairs.tsv (the source's): its tokens, the
+    # rows of `flies`'s head for "flies" in A and in B (2, T), and the
+    # positions of the three targets
+    source_tokens: list
+    source_rows: torch.Tensor
+    source_targets: list
     largest_difference: float  # the chapter's layers against the model's
 
     @property
+    def word_jobs(self):
+        """The jobs whose targets are words: all but `PARKING`."""
+        return [job for job in self.jobs if job.name not in PARKING]
+
+    @property
     def jobs_done(self):
-        return sum(job.does_job for job in self.jobs)
+        """How many of `word_jobs` have a head far above both baselines."""
+        return sum(job.does_job for job in self.word_jobs)
 
     @property
     def lift_passes(self):
@@ -268,7 +284,7 @@ class RealHeads:
         return {
             "n_pairs": len(self.pairs),
             "n_sentences": len(self.sentences),
-            "n_jobs": len(self.jobs),
+            "n_word_jobs": len(self.word_jobs),
             "jobs_done_n": self.jobs_done,
             "clear_share": CLEAR,
             **each_job,
@@ -351,5 +367,8 @@ def real_heads_results(model, tokenizer, text_a, text_b):
         n_flies=len(flies),
         flies=claim.layer0,
         swapped=claim.layer0_swapped,
+        source_tokens=claim.source_tokens,
+        source_rows=claim.source_rows,
+        source_targets=claim.source_targets,
         largest_difference=chapter_difference(model, hidden_states, attention),
     )

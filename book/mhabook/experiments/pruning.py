@@ -511,6 +511,10 @@ class HeadsNeeded:
     task_full: float  # share of rows right, every head in place
     task_none: float  # ... with every head removed
     fid_none: float  # fidelity with every head removed: the yardstick
+    # for scale, full model: mean cosine of a sentence's embedding with
+    # its paraphrase's, and with its unrelated partner's
+    cos_paraphrase: float
+    cos_partner: float
     word_score: float  # ... by counting shared words
     vs_words: tuple  # (wins, losses) of the full model, row by row
     vs_none: tuple
@@ -682,7 +686,8 @@ def heads_needed_results(
         right = paraphrase_rows(*changed.view(3, n, -1)).float().mean()
         return cosines_without(removed).mean().item(), right.item()
 
-    right_full = paraphrase_rows(*paraphrase.reference.view(3, n, -1))
+    reference = paraphrase.reference.view(3, n, -1)  # sentence, para, partner
+    right_full = paraphrase_rows(*reference)
     no_heads = computed[_key(heads)]  # (3n, d)
     right_none = paraphrase_rows(*no_heads.view(3, n, -1))
     right_words = overlap_rows(rows)
@@ -757,6 +762,8 @@ def heads_needed_results(
         task_full=task_full,
         task_none=task_none,
         fid_none=by_importance[L * h][0],
+        cos_paraphrase=cosines(*reference[:2]).mean().item(),
+        cos_partner=cosines(reference[0], reference[2]).mean().item(),
         word_score=word_score,
         vs_words=vs_words,
         vs_none=vs_none,

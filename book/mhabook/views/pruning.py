@@ -133,6 +133,8 @@ def page_numbers(result):
         "task_full": r.task_full,
         "task_none": r.task_none,
         "fid_none": r.fid_none,
+        "cos_paraphrase": r.cos_paraphrase,
+        "cos_partner": r.cos_partner,
         "word_score": r.word_score,
         "p_words": r.p_words,
         "p_none": r.p_none,

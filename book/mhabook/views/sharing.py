@@ -108,8 +108,8 @@ def faster_phrases(ratio, interval=True):
 
 SAME = {  # the stack's ratio against one layer's: do the intervals meet?
     "same": "cannot be told apart on these repeats",
-    "more": "differ: the stack's is larger",
-    "less": "differ: the stack's is smaller",
+    "more": "differ here: the stack's is larger",
+    "less": "differ here: the stack's is smaller",
 }
 
 

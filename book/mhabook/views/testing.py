@@ -245,7 +245,7 @@ def page_verdicts(results):
     c1, c2, p = results.claim1, results.claim2, results.pronouns
     l0, swapped = c2.layer0, c2.layer0_swapped
     passes = {True: "passes", False: "fails"}
-    one_half = "is unsettled: it holds on one half"
+    one_half = "holds on one half, not the other"
     return [
         (
             "claim_1",
