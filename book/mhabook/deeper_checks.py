@@ -43,7 +43,7 @@ def group_by_layer(heads, num_layers, num_heads):
         if not (0 <= layer < num_layers and 0 <= head < num_heads):
             raise ValueError(
                 f"head {(layer, head)} does not exist: the model has "
-                f"layers 0-{num_layers - 1} and heads 0-{num_heads - 1}; "
+                f"layers 0-{num_layers - 1} and heads 0-{num_heads - 1};\n"
                 f"pass (layer, head) pairs in those ranges"
             )
         grouped.setdefault(layer, set()).add(head)
