@@ -45,11 +45,12 @@ class MultiHeadAttention(nn.Module):
 
     def forward(self, hidden_state, mask=None):  # hidden_state: (B, T, d)
         # 1. attend: every head reads the whole hidden state
-        outputs, weights = zip(*(h(hidden_state, mask) for h in self.heads))
+        results = [head(hidden_state, mask) for head in self.heads]
         # 2. concat: h x (B, T, d_k) -> (B, T, h * d_k) = (B, T, d)
-        x = torch.cat(outputs, dim=-1)
+        x = torch.cat([output for output, _ in results], dim=-1)
         # 3. mix the heads with W^O; the weights stack to (B, h, T, T)
-        return self.output_linear(x), torch.stack(weights, dim=1)
+        weights = torch.stack([w for _, w in results], dim=1)
+        return self.output_linear(x), weights
 
 
 MultiHeadAttention = takes_config(MultiHeadAttention)  # refuses bad sizes
