@@ -337,7 +337,7 @@ def time_decoding(
 MODELS = {
     "Llama 2 7B": (32, 32, 32, 128),
     "Llama 3 8B": (32, 32, 8, 128),
-    "Mistral 7B": (32, 32, 8, 128),
+    "Mistral 7B v0.1": (32, 32, 8, 128),
     "Falcon-7B": (32, 71, 1, 64),
 }
 BERT_BASE = (12, 12, 12, 64)  # L, h, g, d_k: the width for the parameters
@@ -366,14 +366,14 @@ class Memory:
     llama_ratio: float  # Llama 2 7B's cache / Llama 3 8B's
     params_mqa_share: float  # MQA's parameters / MHA's, BERT-base's width
     mqa_cache_ratio: int  # MHA's cache / MQA's, BERT-base's h
-    mistral_window_mib: float  # Mistral 7B's cache, 4,096 tokens (window)
+    mistral_window_mib: float  # Mistral 7B v0.1's cache: a 4,096-token window
 
 
 def memory(models=MODELS, tokens=32768, base=BERT_BASE):
     """Memory of the cache for `models`, and what sharing keeps of an
     attention layer's parameters at the shape `base` (BERT-base's)."""
     _, h, _, d_k = base
-    mistral = [models["Mistral 7B"][i] for i in (0, 2, 3)]  # L, g, d_k
+    mistral = [models["Mistral 7B v0.1"][i] for i in (0, 2, 3)]  # L, g, d_k
     return Memory(
         models=dict(models),
         tokens=tokens,
