@@ -35,11 +35,9 @@ def pruning_curves(result):
             values.max(0).values,
             color=PALETTE[4],
             alpha=0.35,
-            label="random orders (range)",
+            label=f"{len(values)} random orders drawn in full (range)",
         )
-        ax.plot(
-            ks, values.mean(0), color=PALETTE[4], label="random orders (mean)"
-        )
+        ax.plot(ks, values.mean(0), color=PALETTE[4], label="their mean")
         for curve, style, colour, name in lines:
             ys = [v[m] for v in curve.values()]
             ax.plot(list(curve), ys, style, color=colour, label=name)
