@@ -139,6 +139,7 @@ def record(after, accuracy):
         after=torch.tensor(after),
         chance=0.14,
         previous_floor=0.34,
+        one_head_accuracy=torch.zeros(runs, 2),
     )
 
 
@@ -173,6 +174,17 @@ def test_heads_learn_scores_every_run_on_the_held_out_set():
     assert runs.chance == (partner[:, i] == i - 1).float().mean().item()
     assert runs.previous_floor == previous_only_accuracy(
         partner, config.num_digits
+    )
+    # the same runs with one head of the same width, as train() gives them
+    assert runs.one_head_accuracy.shape == (2, 2)
+    one = TinyConfig(num_attention_heads=1)
+    torch.manual_seed(1)
+    model = TinyAttentionModel(one)
+    train(model, one, steps=2, seed=1)
+    with torch.no_grad():
+        expected = torch.tensor(loss_and_accuracy(model, runs.held_out)[1])
+    torch.testing.assert_close(
+        runs.one_head_accuracy[1], expected, atol=0.01, rtol=0
     )
 
 

@@ -13,6 +13,7 @@ digits. At every position the model must answer two questions:
 """
 
 import copy
+import dataclasses
 from dataclasses import dataclass
 
 import torch
@@ -220,6 +221,8 @@ class HeadsLearn:
     # the matching accuracy of a reader of the previous token alone, over
     # every position, as `accuracy` is (`previous_only_accuracy`)
     previous_floor: float
+    # (runs, 2): the same runs with one head of the same width
+    one_head_accuracy: torch.Tensor
 
     @property
     def job(self):
@@ -275,12 +278,15 @@ def heads_learn(config, seeds=range(12), steps=400, held_out_size=1024):
             f"or more (one head doing both jobs is the page's first figure)"
         )
     untrained, trained, _ = train_runs(config, list(seeds), steps)
+    one = dataclasses.replace(config, num_attention_heads=1)
+    _, one_head, _ = train_runs(one, list(seeds), steps)
     held_out = make_batch(
         config, held_out_size, torch.Generator().manual_seed(1)
     )
     ids, _, partner, _ = held_out
     with torch.no_grad():
         accuracy = [loss_and_accuracy(m, held_out)[1] for m in trained]
+        one_head = [loss_and_accuracy(m, held_out)[1] for m in one_head]
         before = [job_scores(m(ids)[2], partner) for m in untrained]
         after = [job_scores(m(ids)[2], partner) for m in trained]
     i = torch.arange(1, config.num_tokens)
@@ -295,4 +301,5 @@ def heads_learn(config, seeds=range(12), steps=400, held_out_size=1024):
         after=torch.stack(after),
         chance=(partner[:, i] == i - 1).float().mean().item(),
         previous_floor=previous_only_accuracy(partner, config.num_digits),
+        one_head_accuracy=torch.tensor(one_head),
     )

@@ -35,7 +35,7 @@ def pruning_curves(result):
             values.max(0).values,
             color=PALETTE[4],
             alpha=0.35,
-            label=f"{len(values)} random orders drawn in full (range)",
+            label=f"{len(values)} random orders (range)",
         )
         ax.plot(ks, values.mean(0), color=PALETTE[4], label="their mean")
         for curve, style, colour, name in lines:
