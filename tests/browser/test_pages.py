@@ -83,7 +83,12 @@ def test_page_passes_the_accessibility_audit(loaded, name):
 def in_dark_colours(page):
     """The page, as its reader's system switches to dark colours (the
     theme follows the setting as it changes, and so must every view);
-    switched back to light after."""
+    switched back to light after. CSS transitions are turned off while it
+    lasts: the theme eases its colours over a moment, and an audit made
+    mid-way would measure colours that no reader sees for long."""
+    still = page.add_style_tag(
+        content="*, *::before, *::after { transition: none !important; }"
+    )
     page.emulate_media(color_scheme="dark")
     try:
         page.wait_for_function(
@@ -95,6 +100,7 @@ def in_dark_colours(page):
         page.wait_for_function(
             "() => document.documentElement.dataset.theme === 'light'"
         )
+        still.evaluate("style => style.remove()")
 
 
 @pytest.mark.parametrize("name", toc_files())
