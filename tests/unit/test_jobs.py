@@ -270,6 +270,7 @@ def test_the_study_runs_on_a_random_bert_and_finds_no_job_there(tmp_path):
     T = len(study.source_tokens)
     assert study.source_rows.shape == (2, T)
     assert len(study.source_targets) == 3
+    assert len(study.source_top) == len(study.source_top_sides) == 2
     assert numbers["n_flies"] == len(rh.load_table(rh.SETS["flies"]))
     assert numbers["flies_head"] == flies.head
     assert numbers["clear_share"] == jobs.CLEAR

@@ -234,10 +234,13 @@ class RealHeads:
     swapped: rh.FliesTest
     # the first pair of flies_pairs.tsv (the source's): its tokens, the
     # rows of `flies`'s head for "flies" in A and in B (2, T), and the
-    # positions of the three targets
+    # positions of the three targets; the two words "flies" in A weights
+    # most, and their sentences ("A" or "B")
     source_tokens: list
     source_rows: torch.Tensor
     source_targets: list
+    source_top: list
+    source_top_sides: list
     largest_difference: float  # the chapter's layers against the model's
 
     @property
@@ -370,5 +373,7 @@ def real_heads_results(model, tokenizer, text_a, text_b):
         source_tokens=claim.source_tokens,
         source_rows=claim.source_rows,
         source_targets=claim.source_targets,
+        source_top=claim.source_top,
+        source_top_sides=claim.source_top_sides,
         largest_difference=chapter_difference(model, hidden_states, attention),
     )
