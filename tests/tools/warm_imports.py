@@ -39,7 +39,6 @@ GROUPS = {
         "playwright.sync_api",
         "onnx",
         "onnxruntime",
-        "onnxscript",
         "bs4",
         "PIL.Image",
         "xdist",

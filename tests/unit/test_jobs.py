@@ -169,8 +169,9 @@ def test_the_figure_and_table_show_each_job():
     rows = gallery.table(found).data.splitlines()
     assert len(rows) == 2 + len(found)
     assert "| previous word | 1, 2 | 1.00" in rows[2]
-    assert rows[2].endswith("| 1.00 | 0.12 | 0.12 | 8.3 |")  # 1.00 / 0.12
-    assert rows[0].endswith("| × higher baseline |")
+    assert rows[2].endswith("| 1.00 | 0.12 | 0.12 | 0.56 | yes |")
+    assert rows[3].endswith("| 0.56 | no |")
+    assert rows[0].endswith("| bar | does the job? |")
     assert rows[4].startswith("| same word, other sentence (on pairs) |")
     detail = gallery.table(found, detail=True).data.splitlines()
     assert detail[2] == "| previous word | 1.000 | 1.000–1.000 | 0.56 | yes |"

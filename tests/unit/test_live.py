@@ -12,7 +12,7 @@ from mhabook.views import live
 from mhabook.views.bertviz_view import head_view_html
 from tiny import WORDS, tiny_bert
 
-# The exporter (torch.onnx, onnxscript) warns about its own internals.
+# The exporter (torch.onnx) warns about its own internals.
 pytestmark = pytest.mark.filterwarnings(
     "ignore::DeprecationWarning", "ignore::FutureWarning"
 )

@@ -250,7 +250,8 @@ class RealHeads:
 
     @property
     def jobs_done(self):
-        """How many of `word_jobs` have a head far above both baselines."""
+        """How many of `word_jobs` have a head that does the job: the low
+        end of its score's interval clears the job's bar."""
         return sum(job.does_job for job in self.word_jobs)
 
     @property

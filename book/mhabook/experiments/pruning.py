@@ -186,13 +186,14 @@ def cosines(reference, changed):
 
 def paraphrase_rows(sentences, paraphrases, partners):
     """(N,) bool: the rows whose sentence embedding is closer (cosine) to
-    its paraphrase's than to its unrelated partner's; each is (N, d)."""
+    its paraphrase's than to its partner's (a sentence on the same
+    subject, not a paraphrase); each is (N, d)."""
     return cosines(sentences, paraphrases) > cosines(sentences, partners)
 
 
 def paraphrase_score(sentences, paraphrases, partners):
     """Share of rows whose sentence embedding is closer (cosine) to its
-    paraphrase's than to its unrelated partner's; each argument is (N, d)."""
+    paraphrase's than to its partner's; each argument is (N, d)."""
     return (
         paraphrase_rows(sentences, paraphrases, partners).float().mean().item()
     )
@@ -512,7 +513,7 @@ class HeadsNeeded:
     task_none: float  # ... with every head removed
     fid_none: float  # fidelity with every head removed: the yardstick
     # for scale, full model: mean cosine of a sentence's embedding with
-    # its paraphrase's, and with its unrelated partner's
+    # its paraphrase's, and with its partner's (same subject)
     cos_paraphrase: float
     cos_partner: float
     word_score: float  # ... by counting shared words
@@ -578,8 +579,8 @@ def heads_needed_results(
 
     sentences: a list of texts; importance is measured on every `every`-th
     one, what the heads attend to on all of them. rows: (sentence,
-    paraphrase, unrelated partner) triples, kept apart for the removal
-    curves and the task. `n_curves` random orders are drawn in full,
+    paraphrase, partner on the same subject) triples, kept apart for the
+    removal curves and the task. `n_curves` random orders are drawn in full,
     `n_orders` at half the heads.
     """
     layers = model.base_model.encoder.layer

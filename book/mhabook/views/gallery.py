@@ -63,36 +63,28 @@ def figure(attention, tokens, jobs, targets):
     return fig
 
 
-def _printed(x):
-    """x as the table prints it, to 2 decimals: a ratio of printed
-    numbers is one the reader can check."""
-    return float(f"{x:.2f}")
-
-
 def table(jobs, detail=False):
     """The gallery as a Markdown table, one row per job: the held-out
-    score beside its baselines, and the score over the higher of them.
-    detail=True gives its interval, the bar, and whether the head does the
-    job (the interval's low end over `Job.bar`) instead."""
+    score beside its baselines and its bar, and whether the head does the
+    job (the low end of the score's interval over `Job.bar`).
+    detail=True gives the score's 95% interval instead of the baselines."""
     header = ["job", "best head (layer, head)", "held-out score"]
-    header += ["even spread", "median head", "× higher baseline"]
+    header += ["even spread", "median head", "bar", "does the job?"]
     if detail:
         header = ["job", "held-out score", "95% interval", "bar"]
-        header += ["far above both?"]
+        header += ["does the job?"]
     rows = []
     for job in jobs:
         name = html.escape(job.name)
         if job.inputs == "pairs":
             name += " (on pairs)"
+        does = "yes" if job.does_job else "no"
         if detail:
-            does = "yes" if job.does_job else "no"
             interval = f"{job.low:.3f}–{job.high:.3f}"
             rows.append(
                 [name, f"{job.held_out:.3f}", interval, f"{job.bar:.2f}", does]
             )
         else:
-            base = max(job.even, job.median)
-            ratio = _printed(job.held_out) / _printed(base)
             rows.append(
                 [
                     name,
@@ -100,7 +92,8 @@ def table(jobs, detail=False):
                     f"{job.held_out:.2f}",
                     f"{job.even:.2f}",
                     f"{job.median:.2f}",
-                    f"{ratio:.1f}",
+                    f"{job.bar:.2f}",
+                    does,
                 ]
             )
     return markdown_table(header, rows)

@@ -21,6 +21,7 @@ def pruning_curves(result):
         2, 1, figsize=(4.8, 7), sharex=True, layout="constrained"
     )
     ks = list(result.coarse)
+    lowest = result.limit  # the task panel's lowest point
     lines = (
         (result.by_importance, ".-", PALETTE[0], "least important first"),
         (result.by_layers, "s--", PALETTE[5], "whole layers"),
@@ -41,6 +42,8 @@ def pruning_curves(result):
         for curve, style, colour, name in lines:
             ys = [v[m] for v in curve.values()]
             ax.plot(list(curve), ys, style, color=colour, label=name)
+            if m == 1:
+                lowest = min([lowest, values.min().item()] + ys)
         ax.set_ylabel(label)
     axes[1].set_xlabel("heads removed")
     axes[1].axhline(
@@ -51,7 +54,8 @@ def pruning_curves(result):
         label="threshold: half a row below full",
     )
     axes[1].yaxis.set_major_formatter("{x:.0%}")
-    axes[1].set_ylim(0, 1.05)  # from 0: one row is a small step
+    # from just under the lowest score: the task's steps are single rows
+    axes[1].set_ylim(max(0.0, lowest - 0.03), 1.01)
     fig.legend(
         *axes[1].get_legend_handles_labels(),
         loc="outside lower center",
