@@ -104,13 +104,23 @@ def modules():
     return found
 
 
+def checks():
+    """{name: its import}: what mhabook/checks.py defines. The saved cells
+    call these checks; the notebooks import them with their other imports."""
+    tree = ast.parse((BOOK / "mhabook" / "checks.py").read_text())
+    return {
+        name: f"from mhabook.checks import {name}" for name in defined(tree)
+    }
+
+
 def source(module, page, doc, code, providers):
     """The text of one generated module."""
     tree = ast.parse(code)
+    imports_of = IMPORTS | checks()
     imports, local = set(), {}
     for name in sorted(used(tree)):
-        if name in IMPORTS:
-            imports.add(IMPORTS[name])
+        if name in imports_of:
+            imports.add(imports_of[name])
         elif name in providers and providers[name] != module:
             local.setdefault(providers[name], []).append(name)
         else:

@@ -9,7 +9,7 @@ import math
 import torch
 from torch import nn
 
-from mhabook.checks import check_attention_mask  # refuses a bad mask
+from mhabook.checks import check_attention_mask
 
 
 def scaled_dot_product_attention(query, key, value, mask=None):
