@@ -169,9 +169,8 @@ def test_the_figure_and_table_show_each_job():
     rows = gallery.table(found).data.splitlines()
     assert len(rows) == 2 + len(found)
     assert "| previous word | 1, 2 | 1.00" in rows[2]
-    assert rows[2].endswith("| 1.00 | 0.12 | 0.12 | 0.56 | yes |")
-    assert rows[3].endswith("| 0.56 | no |")
-    assert rows[0].endswith("| bar | does the job? |")
+    assert rows[2].endswith("| 1.00 | 0.12 | 0.12 |")
+    assert rows[0].endswith("| even spread | median head |")
     assert rows[4].startswith("| same word, other sentence (on pairs) |")
     detail = gallery.table(found, detail=True).data.splitlines()
     assert detail[2] == "| previous word | 1.000 | 1.000–1.000 | 0.56 | yes |"
@@ -219,6 +218,11 @@ def test_jobs_done_counts_word_jobs_and_leaves_out_parking():
     study.jobs = [dataclasses.replace(done, name="next word"), done]
     assert study.jobs_done == 1
     assert [job.name for job in study.word_jobs] == ["next word"]
+    assert study.job("[CLS]") is done
+    with pytest.raises(
+        ValueError, match="use one of 'next word', '\\[CLS\\]'"
+    ):
+        study.job("previous word")
 
 
 def test_the_study_runs_on_a_random_bert_and_finds_no_job_there(tmp_path):

@@ -248,6 +248,14 @@ class RealHeads:
         """The jobs whose targets are words: all but `PARKING`."""
         return [job for job in self.jobs if job.name not in PARKING]
 
+    def job(self, name):
+        """The gallery's `Job` for the job `name`, a key of JOBS."""
+        for job in self.jobs:
+            if job.name == name:
+                return job
+        names = ", ".join(repr(job.name) for job in self.jobs)
+        raise ValueError(f"no job {name!r} in the gallery: use one of {names}")
+
     @property
     def jobs_done(self):
         """How many of `word_jobs` have a head that does the job: the low

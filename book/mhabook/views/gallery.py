@@ -65,11 +65,11 @@ def figure(attention, tokens, jobs, targets):
 
 def table(jobs, detail=False):
     """The gallery as a Markdown table, one row per job: the held-out
-    score beside its baselines and its bar, and whether the head does the
-    job (the low end of the score's interval over `Job.bar`).
-    detail=True gives the score's 95% interval instead of the baselines."""
+    score beside its two baselines. detail=True gives the score's 95%
+    interval, the job's bar, and whether the head does the job (the low
+    end of the interval over `Job.bar`) instead of the baselines."""
     header = ["job", "best head (layer, head)", "held-out score"]
-    header += ["even spread", "median head", "bar", "does the job?"]
+    header += ["even spread", "median head"]
     if detail:
         header = ["job", "held-out score", "95% interval", "bar"]
         header += ["does the job?"]
@@ -78,8 +78,8 @@ def table(jobs, detail=False):
         name = html.escape(job.name)
         if job.inputs == "pairs":
             name += " (on pairs)"
-        does = "yes" if job.does_job else "no"
         if detail:
+            does = "yes" if job.does_job else "no"
             interval = f"{job.low:.3f}–{job.high:.3f}"
             rows.append(
                 [name, f"{job.held_out:.3f}", interval, f"{job.bar:.2f}", does]
@@ -92,8 +92,6 @@ def table(jobs, detail=False):
                     f"{job.held_out:.2f}",
                     f"{job.even:.2f}",
                     f"{job.median:.2f}",
-                    f"{job.bar:.2f}",
-                    does,
                 ]
             )
     return markdown_table(header, rows)
