@@ -167,6 +167,9 @@ def test_heads_learn_scores_every_run_on_the_held_out_set():
     assert runs.accuracy.shape == (2, 2) and runs.after.shape == (2, 2, 2)
     ids, _, partner, _ = runs.held_out
     assert ids.shape == (32, config.num_tokens)
+    for seed in runs.seeds:  # none of the runs' first batches
+        first = make_batch(config, 32, torch.Generator().manual_seed(seed))
+        assert not torch.equal(first[0], ids)
     with torch.no_grad():
         expected = job_scores(runs.trained[1](ids)[2], partner)
     torch.testing.assert_close(runs.after[1], expected)

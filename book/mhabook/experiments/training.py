@@ -268,8 +268,9 @@ def previous_only_accuracy(partner, num_digits):
 
 def heads_learn(config, seeds=range(12), steps=400, held_out_size=1024):
     """Train the tiny model from each seed (`train_runs`) and score every
-    run on `held_out_size` held-out sequences (generator seed 1). The
-    runs ask whether two jobs split between heads: one head is refused."""
+    run on `held_out_size` held-out sequences, drawn by a generator seed
+    that no run trains from (one above the largest). The runs ask whether
+    two jobs split between heads: one head is refused."""
     if config.num_attention_heads < 2:
         raise ValueError(
             f"heads_learn asks whether training splits two jobs between "
@@ -277,11 +278,13 @@ def heads_learn(config, seeds=range(12), steps=400, held_out_size=1024):
             f"num_attention_heads={config.num_attention_heads}: set it to 2 "
             f"or more (one head doing both jobs is the page's first figure)"
         )
-    untrained, trained, _ = train_runs(config, list(seeds), steps)
+    seeds = list(seeds)
+    untrained, trained, _ = train_runs(config, seeds, steps)
     one = dataclasses.replace(config, num_attention_heads=1)
-    _, one_head, _ = train_runs(one, list(seeds), steps)
+    _, one_head, _ = train_runs(one, seeds, steps)
+    apart = max(seeds) + 1  # no run draws its batches from this seed
     held_out = make_batch(
-        config, held_out_size, torch.Generator().manual_seed(1)
+        config, held_out_size, torch.Generator().manual_seed(apart)
     )
     ids, _, partner, _ = held_out
     with torch.no_grad():
