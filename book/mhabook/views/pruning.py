@@ -21,7 +21,6 @@ def pruning_curves(result):
         2, 1, figsize=(4.8, 7), sharex=True, layout="constrained"
     )
     ks = list(result.coarse)
-    lowest = result.limit  # the task panel's lowest point
     lines = (
         (result.by_importance, ".-", PALETTE[0], "least important first"),
         (result.by_layers, "s--", PALETTE[5], "whole layers"),
@@ -42,8 +41,6 @@ def pruning_curves(result):
         for curve, style, colour, name in lines:
             ys = [v[m] for v in curve.values()]
             ax.plot(list(curve), ys, style, color=colour, label=name)
-            if m == 1:
-                lowest = min([lowest, values.min().item()] + ys)
         ax.set_ylabel(label)
     axes[1].set_xlabel("heads removed")
     axes[1].axhline(
@@ -54,8 +51,8 @@ def pruning_curves(result):
         label="threshold: half a row below full",
     )
     axes[1].yaxis.set_major_formatter("{x:.0%}")
-    # from just under the lowest score: the task's steps are single rows
-    axes[1].set_ylim(max(0.0, lowest - 0.03), 1.01)
+    # the task panel keeps matplotlib's limits, fitted to its data: its
+    # steps are single rows, lost on an axis from 0
     fig.legend(
         *axes[1].get_legend_handles_labels(),
         loc="outside lower center",
