@@ -179,32 +179,78 @@ def test_the_figure_and_table_show_each_job():
         gallery.figure(example()["attention"], TOKENS, found, targets[:2])
 
 
-def flies_test(score_low, contrast_low=0.5):
+def flies_test(score_low, contrast_low=0.5, rival_low=-0.3, head=0):
     """A `FliesTest` whose pattern margins are score_low - 1 and
-    contrast_low twice: it passes when all three are above 0."""
+    contrast_low twice (it passes when all three are above 0), and whose
+    A's target minus the word before runs from rival_low to + 0.2."""
     from mhabook.experiments.realheads import Estimate, FliesTest
 
     def at(low):
         return Estimate(torch.tensor([low + 0.1]), low, low + 0.2)
 
+    contrasts = at(contrast_low), at(0.5)
     return FliesTest(
-        0, 0, 1.0, at(score_low), at(contrast_low), at(0.5), at(0), at(0)
+        0, head, 1.0, at(score_low), *contrasts, at(0), at(0), at(rival_low)
     )
 
 
-def test_lift_passes_counts_the_choices_whose_held_out_score_is_above_1():
+def study_of(forward, swapped):
     names = [f.name for f in dataclasses.fields(jobs.RealHeads)]
+    study = jobs.RealHeads(**dict.fromkeys(names))
+    study.flies, study.swapped = forward, swapped
+    return study
 
-    def passes(forward, swapped):
-        study = jobs.RealHeads(**dict.fromkeys(names))
-        study.flies, study.swapped = forward, swapped
-        return study.lift_passes
 
-    assert passes(flies_test(1.1), flies_test(1.2)) == 2
-    assert passes(flies_test(1.1), flies_test(0.97)) == 1  # low end under 1
-    assert passes(flies_test(0.97), flies_test(1.1)) == 1  # either half
-    assert passes(flies_test(1.1, -0.1), flies_test(1.2)) == 2  # the score
-    assert passes(flies_test(0.9), flies_test(1.0)) == 0  # 1.0 is not above
+def test_picture_seen_counts_the_cells_of_the_table_that_say_yes():
+    def seen(forward, swapped):
+        return study_of(forward, swapped).picture_seen
+
+    # the pattern on each half (score and contrasts) and A's target
+    assert seen(flies_test(1.1, rival_low=0.1), flies_test(1.2)) == 3
+    assert seen(flies_test(1.1), flies_test(0.97)) == 1  # low end under 1
+    assert seen(flies_test(0.97), flies_test(1.1)) == 1  # either half
+    assert seen(flies_test(1.1, -0.1), flies_test(1.2)) == 1  # a contrast
+    assert seen(flies_test(0.9), flies_test(1.0)) == 0  # 1.0 is not above
+    assert seen(flies_test(0.9, rival_low=-0.1), flies_test(1.0)) == 0
+    both = flies_test(1.1, rival_low=0.01)
+    assert seen(both, both) == 4
+
+
+def test_the_picture_table_says_yes_no_or_cannot_tell_for_each_choice():
+    even = flies_test(1.1, rival_low=0.1, head=3)
+    odd = flies_test(0.9, rival_low=-0.5, head=5)
+    rows = gallery.picture_table(even, odd).data.splitlines()
+    assert "head 3, chosen on the even pairs" in rows[0]
+    assert "head 5, chosen on the odd pairs" in rows[0]
+    assert rows[2] == "| the source's pattern | yes | no |"
+    assert rows[3].endswith("| yes | no: the word before wins |")
+    unclear = flies_test(1.1, rival_low=-0.1)
+    rows = gallery.picture_table(unclear, unclear).data.splitlines()
+    assert rows[3].endswith("| cannot tell | cannot tell |")
+
+
+def test_layer_labels_name_the_job_that_takes_over_half_of_a_head():
+    names = [f.name for f in dataclasses.fields(jobs.RealHeads)]
+    study = jobs.RealHeads(**dict.fromkeys(names))
+    study.jobs = jobs.gallery([example()] * 4)
+    scores, _ = zip(
+        *(jobs.job_shares([example()], job) for job in jobs.JOBS.values())
+    )
+    study.pair_scores = torch.cat(scores)  # (jobs, L, h) on one input
+    labels = study.layer_labels(PLANTED[0])
+    assert labels[PLANTED[1]] == ("previous word", pytest.approx(1.0))
+    assert [name for name, _ in labels[: PLANTED[1]]] == ["", ""]
+    fig = gallery.layer_figure(
+        example()["attention"][PLANTED[0]], TOKENS, labels, PLANTED[0]
+    )
+    titles = [ax.get_title() for ax in fig.axes if ax.get_title()]
+    assert titles == [
+        "head 0\n",
+        "head 1\n",
+        "head 2\nprevious word 1.00",
+    ]
+    with pytest.raises(ValueError, match="use 0 to 1"):
+        study.layer_labels(L)
 
 
 def test_jobs_done_counts_word_jobs_and_leaves_out_parking():
@@ -245,7 +291,7 @@ def test_the_study_runs_on_a_random_bert_and_finds_no_job_there(tmp_path):
     assert len(flies.score.values) + len(swapped.score.values) == (
         study.n_flies
     )
-    assert study.lift_passes in (0, 1, 2)
+    assert study.picture_seen in range(5)
     # the first job's score on the pair is its score over that one pair
     pair = rh.run_example(model, tokenizer, text_a, text_b)
     scores, _ = jobs.job_shares([pair], jobs.previous_word)
@@ -291,7 +337,7 @@ def test_the_study_runs_on_a_random_bert_and_finds_no_job_there(tmp_path):
     )
     assert (flies.head, numbers["rival"]) == (
         claim.layer0.head,
-        claim.layer0.rival_a.mean,
+        claim.layer0.rival_subject.mean,
     )
     assert numbers["rival_low"] <= numbers["rival"] <= numbers["rival_high"]
 

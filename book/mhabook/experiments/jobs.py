@@ -263,11 +263,28 @@ class RealHeads:
         return sum(job.does_job for job in self.word_jobs)
 
     @property
-    def lift_passes(self):
-        """0, 1 or 2: of the two choices (on the even pairs, on the odd),
-        how many give a head whose held-out score's interval lies above 1,
-        an even share, for every target of "flies"."""
-        return sum(t.score.low > 1 for t in (self.flies, self.swapped))
+    def picture_seen(self):
+        """0 to 4: of the head-8 table's four cells (the source's pattern,
+        A's target over the word before; for the head chosen on the even
+        pairs and the one chosen on the odd), how many say yes."""
+        return rh.picture_seen((self.flies, self.swapped))
+
+    def layer_labels(self, layer):
+        """[(job name or "", share), ...] per head of `layer`: the job of
+        `jobs` whose targets take the largest share of the head's word
+        attention on the pair (`pair_scores`), named where that share is
+        over half."""
+        if not 0 <= layer < self.pair_scores.shape[1]:
+            raise ValueError(
+                f"layer {layer} is not a layer of this model: use 0 to "
+                f"{self.pair_scores.shape[1] - 1}"
+            )
+        scores = self.pair_scores[:, layer].nan_to_num(-1.0)  # (jobs, h)
+        shares, best = scores.max(0)
+        return [
+            (self.jobs[k].name if share > 0.5 else "", float(share))
+            for k, share in zip(best.tolist(), shares)
+        ]
 
     def on_pair(self, job):
         """`job`'s head (one of `jobs`), its score at that job on the pair."""
@@ -305,16 +322,10 @@ class RealHeads:
             "first_job": first.name,
             "n_flies": self.n_flies,
             "flies_head": flies.head,
-            "flies_held_out": len(flies.score.values),
             # the least-lifted target: 1 is an even share
             "flies_lift": flies.score.mean,
             "flies_lift_low": flies.score.low,
             "flies_lift_high": flies.score.high,
-            # the same test with the head chosen on the odd pairs instead
-            "swap_head": self.swapped.head,
-            "swap_lift": self.swapped.score.mean,
-            "swap_lift_low": self.swapped.score.low,
-            "swap_lift_high": self.swapped.score.high,
             # A's target minus A's subject, a rival named in advance
             "rival": flies.rival_subject.mean,
             "rival_low": flies.rival_subject.low,

@@ -795,6 +795,21 @@ class FliesTest:
         return [self.score.low - 1, self.contrast_a.low, self.contrast_b.low]
 
     @property
+    def pattern_holds(self):
+        """The source's pattern, held out: every margin above 0."""
+        return all(m > 0 for m in self.pattern_margins)
+
+    @property
+    def target_wins(self):
+        """'more', 'less' or 'same': A's target against the word just
+        before "flies" in A, held out (the difference's interval against
+        0; 'same' when it holds 0)."""
+        rival = self.rival_subject
+        return (
+            "more" if rival.low > 0 else "less" if rival.high < 0 else "same"
+        )
+
+    @property
     def rows(self):
         """(R, 3): mean, low, high of score - 1 and the differences, in the
         order of `estimates` (R = 7, or 5 without the named rivals)."""
@@ -815,6 +830,12 @@ class FliesTest:
             for e in (self.rival_subject, self.rival_first_b)
             if e is not None
         ]
+
+
+def picture_seen(tests):
+    """How many of the head-8 table's cells say yes: for each `FliesTest`,
+    the source's pattern, and A's target over the word before "flies"."""
+    return sum(t.pattern_holds + (t.target_wins == "more") for t in tests)
 
 
 def flies_scores(flies):

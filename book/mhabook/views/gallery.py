@@ -95,3 +95,68 @@ def table(jobs, detail=False):
                 ]
             )
     return markdown_table(header, rows)
+
+
+def layer_figure(weights, tokens, labels, layer):
+    """Small multiples: every head of one layer on one input, titled with
+    the job its words mostly do (`RealHeads.layer_labels`). Returns the
+    Figure. weights: (h, T, T) of that layer; labels: one (name, share)
+    per head, name "" where no job takes over half. Rows and columns run
+    over the tokens in order; the ticks mark the special ones."""
+    h, T = weights.shape[0], len(tokens)
+    if tuple(weights.shape) != (h, T, T) or len(labels) != h:
+        raise ValueError(
+            f"expected (heads, {T}, {T}) weights and a label per head, got "
+            f"{tuple(weights.shape)} and {len(labels)} labels"
+        )
+    columns = min(h, 3)
+    rows = -(-h // columns)  # ceil
+    fig, axes = plt.subplots(
+        rows,
+        columns,
+        figsize=(4.8, 0.4 + 1.95 * rows),
+        sharex=True,
+        sharey=True,
+        layout="constrained",
+        squeeze=False,
+    )
+    marks = [i for i, t in enumerate(tokens) if t.startswith("[")]
+    for head, (ax, (name, share)) in enumerate(zip(axes.flat, labels)):
+        ax.imshow(
+            weights[head].detach().cpu().numpy(), vmin=0, vmax=1, cmap="Greys"
+        )
+        job = f"{name} {share:.2f}" if name else ""  # two lines each
+        ax.set_title(f"head {head}\n{job}", fontsize=9)
+        ax.set_xticks(
+            marks, [tokens[i] for i in marks], rotation=90, fontsize=9
+        )
+        ax.set_yticks(marks, [tokens[i] for i in marks], fontsize=9)
+        ax.tick_params(length=2)
+        ax.spines[:].set_visible(False)
+        ax.label_outer()  # tick labels on the left column and bottom row
+    for ax in axes.flat[h:]:
+        ax.axis("off")
+    fig.suptitle(f"layer {layer}, every head", fontsize=9)
+    return fig
+
+
+def picture_table(flies, swapped):
+    """Head 8's checks as a Markdown table: for the layer-0 head chosen on
+    the even pairs (`flies`) and on the odd (`swapped`), whether the
+    source's pattern holds held out, and whether "flies" in A favours its
+    target over the word just before it (`realheads.FliesTest`)."""
+    pattern = {True: "yes", False: "no"}
+    wins = {"more": "yes", "less": "no: the word before wins"}
+    wins["same"] = "cannot tell"
+    header = [
+        "checked on the held-out pairs",
+        f"head {flies.head}, chosen on the even pairs",
+        f"head {swapped.head}, chosen on the odd pairs",
+    ]
+    rows = [
+        ["the source's pattern"]
+        + [pattern[t.pattern_holds] for t in (flies, swapped)],
+        ["A's target over the word before"]
+        + [wins[t.target_wins] for t in (flies, swapped)],
+    ]
+    return markdown_table(header, rows)
