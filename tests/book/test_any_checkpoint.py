@@ -41,7 +41,7 @@ LOADS = [
 # weights each must give the outcome that finds nothing.
 NOT_IN_RANDOM_WEIGHTS = {
     "claim_1": "none",
-    "picture": "none",
+    "pattern_halves": "none",
     "jobs_done": "none",
 }
 # {notebook: (a string the cell holds, old, new)}: see the docstring

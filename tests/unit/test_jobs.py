@@ -201,19 +201,20 @@ def study_of(forward, swapped):
     return study
 
 
-def test_picture_seen_counts_the_cells_of_the_table_that_say_yes():
-    def seen(forward, swapped):
-        return study_of(forward, swapped).picture_seen
+def test_head8_counts_count_the_halves_that_hold_each_row_of_the_table():
+    def counts(forward, swapped):
+        return study_of(forward, swapped).head8_counts
 
-    # the pattern on each half (score and contrasts) and A's target
-    assert seen(flies_test(1.1, rival_low=0.1), flies_test(1.2)) == 3
-    assert seen(flies_test(1.1), flies_test(0.97)) == 1  # low end under 1
-    assert seen(flies_test(0.97), flies_test(1.1)) == 1  # either half
-    assert seen(flies_test(1.1, -0.1), flies_test(1.2)) == 1  # a contrast
-    assert seen(flies_test(0.9), flies_test(1.0)) == 0  # 1.0 is not above
-    assert seen(flies_test(0.9, rival_low=-0.1), flies_test(1.0)) == 0
-    both = flies_test(1.1, rival_low=0.01)
-    assert seen(both, both) == 4
+    # the pattern on each half (score and contrasts); the word before
+    # beats A's target where the interval lies below 0 (-0.3 to -0.1)
+    assert counts(flies_test(1.1), flies_test(1.2)) == (2, 2)
+    assert counts(flies_test(1.1), flies_test(0.97)) == (1, 2)  # under 1
+    assert counts(flies_test(0.97), flies_test(1.1)) == (1, 2)  # either
+    assert counts(flies_test(1.1, -0.1), flies_test(1.2)) == (1, 2)
+    assert counts(flies_test(0.9), flies_test(1.0)) == (0, 2)  # not above
+    holds_zero = flies_test(1.1, rival_low=-0.1)  # -0.1 to 0.1
+    assert counts(holds_zero, flies_test(1.1, rival_low=0.1)) == (2, 0)
+    assert counts(holds_zero, flies_test(1.1)) == (2, 1)
 
 
 def test_the_picture_table_says_yes_no_or_cannot_tell_for_each_choice():
@@ -291,7 +292,7 @@ def test_the_study_runs_on_a_random_bert_and_finds_no_job_there(tmp_path):
     assert len(flies.score.values) + len(swapped.score.values) == (
         study.n_flies
     )
-    assert study.picture_seen in range(5)
+    assert all(n in (0, 1, 2) for n in study.head8_counts)
     # the first job's score on the pair is its score over that one pair
     pair = rh.run_example(model, tokenizer, text_a, text_b)
     scores, _ = jobs.job_shares([pair], jobs.previous_word)

@@ -812,7 +812,8 @@ def test_the_page_finds_the_planted_claim_heads():
     # claim_head's "flies" in A: its target over its subject and B's "f"
     assert found["l0_lift"][0] == "more"  # each target above an even share
     assert found["rival_first_b"][0] == "more"
-    assert found["picture"] == ("all", "shows the source's picture")
+    assert found["pattern_halves"] == ("all", "holds on both halves")
+    assert found["before_halves"] == ("none", "on neither half")
     assert found["c2_forward"][0] is found["swap_holds"][0] is True
     assert found["same_head"] == (True, "the same head")  # one planted
     assert found["c2_upper"][0] == "same"  # layer 1 spreads evenly
@@ -820,13 +821,13 @@ def test_the_page_finds_the_planted_claim_heads():
     assert found["norm_verdict"][0] is True
     upper = outcomes(planted_results(flies_heads=((1, 0),)))
     assert upper["c2_upper"] == ("more", "is above an even share")
-    assert upper["picture"][0] == "none"  # layer 0 spreads evenly
+    assert upper["pattern_halves"][0] == "none"  # layer 0 spreads evenly
 
 
 def test_the_page_verdicts_flip_when_the_planted_heads_are_removed():
     found = outcomes(planted_results(flies_heads=()))
     assert found["c2_forward"][0] is found["swap_holds"][0] is False
-    assert found["picture"][0] == "none"
+    assert found["pattern_halves"][0] == "none"
     assert found["c2_upper"][0] == "same"
     # layer 0 as strong as nothing: no test finds it
     assert found["upper_enough"] == (False, "too seldom")

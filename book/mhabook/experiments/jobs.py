@@ -263,11 +263,12 @@ class RealHeads:
         return sum(job.does_job for job in self.word_jobs)
 
     @property
-    def picture_seen(self):
-        """0 to 4: of the head-8 table's four cells (the source's pattern,
-        A's target over the word before; for the head chosen on the even
-        pairs and the one chosen on the odd), how many say yes."""
-        return rh.picture_seen((self.flies, self.swapped))
+    def head8_counts(self):
+        """(pattern, before), 0 to 2 each: of the two choices (on the even
+        pairs, on the odd), how many give a head that shows the source's
+        pattern held out, and how many one whose "flies" in A favours the
+        word just before it over its target (`realheads.head8_counts`)."""
+        return rh.head8_counts((self.flies, self.swapped))
 
     def layer_labels(self, layer):
         """[(job name or "", share), ...] per head of `layer`: the job of

@@ -832,10 +832,12 @@ class FliesTest:
         ]
 
 
-def picture_seen(tests):
-    """How many of the head-8 table's cells say yes: for each `FliesTest`,
-    the source's pattern, and A's target over the word before "flies"."""
-    return sum(t.pattern_holds + (t.target_wins == "more") for t in tests)
+def head8_counts(tests):
+    """(pattern, before): of the `FliesTest`s (one per half), how many
+    show the source's pattern, and in how many "flies" in A gives the word
+    just before it more weight than its target."""
+    pattern = sum(t.pattern_holds for t in tests)
+    return pattern, sum(t.target_wins == "less" for t in tests)
 
 
 def flies_scores(flies):

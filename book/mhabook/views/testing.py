@@ -7,7 +7,7 @@ import matplotlib as mpl
 import matplotlib.pyplot as plt
 import numpy as np
 
-from ..experiments.realheads import first_searched_layer, picture_seen
+from ..experiments.realheads import first_searched_layer, head8_counts
 from .plotting import PALETTE, head_scatter
 
 
@@ -238,14 +238,19 @@ def between(rival):
     }
 
 
-# "On held-out pairs, this model's layer 0 ...": by how many of the four
-# cells of the head-8 table say yes (`jobs.RealHeads.picture_seen`)
-PICTURE = {
-    "none": "does not show the source's picture",
-    "some": "shows little of the source's picture",  # 1 or 2 of 4
-    "most": "shows most of the source's picture",
-    "all": "shows the source's picture",
+# Head 8's two sentences, by how many halves of the pairs hold each
+# (`realheads.head8_counts`): "On held-out pairs, the source's pattern
+# ...", and '"flies" in A gives the word just before it more weight than
+# its target ...'
+PATTERN = {
+    "none": "holds on neither half",
+    "some": "holds on one half, not the other",
+    "most": "holds on one half, not the other",  # 1 of 2
+    "all": "holds on both halves",
 }
+BEFORE = {"none": "on neither half", "some": "on one half"}
+BEFORE["all"] = "on both halves"
+BEFORE["most"] = BEFORE["some"]  # 1 of 2
 
 
 def page_verdicts(results):
@@ -253,6 +258,7 @@ def page_verdicts(results):
     testing_heads glues (`mhabook.views.glued.verdict`)."""
     c1, c2, p = results.claim1, results.claim2, results.pronouns
     l0, swapped = c2.layer0, c2.layer0_swapped
+    pattern, before = head8_counts((l0, swapped))
     passes = {True: "passes", False: "fails"}
     return [
         (
@@ -276,12 +282,8 @@ def page_verdicts(results):
                 "neither": "no more than chance would give",
             },
         ),
-        (
-            "picture",
-            "how_many",
-            (picture_seen((l0, swapped)), 4),
-            PICTURE,
-        ),
+        ("pattern_halves", "how_many", (pattern, 2), PATTERN),
+        ("before_halves", "how_many", (before, 2), BEFORE),
         (
             "same_head",  # the search on the even pairs, and on the odd
             "above",
