@@ -310,6 +310,7 @@ class RealHeads:
                 f"job{k}_layer": job.layer,
                 f"job{k}_head": job.head,
                 f"job{k}_share": job.held_out,
+                f"job{k}_even": job.even,
             }
         return {
             "n_pairs": len(self.pairs),

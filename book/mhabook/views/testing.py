@@ -244,8 +244,8 @@ def between(rival):
 # its target ...'
 PATTERN = {
     "none": "holds on neither half",
-    "some": "holds on one half, not the other",
-    "most": "holds on one half, not the other",  # 1 of 2
+    "some": "holds on one half only: undecided",
+    "most": "holds on one half only: undecided",  # 1 of 2
     "all": "holds on both halves",
 }
 BEFORE = {"none": "on neither half", "some": "on one half"}
