@@ -54,6 +54,9 @@ def execute(path, timeout, threads):
         timeout=timeout,
         allow_errors=False,
         meta_override=True,
+        # a kernel can take over nbclient's 60 s to start while the tests
+        # and other kernels hold every core
+        startup_timeout=max(timeout or 0, 300),
     )
     error = None if result.err is None else repr(result.err)
     return notebook, result.time, error

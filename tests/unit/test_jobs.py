@@ -223,24 +223,25 @@ def test_the_picture_table_says_yes_no_or_cannot_tell_for_each_choice():
     rows = gallery.picture_table(even, odd).data.splitlines()
     assert "head 3, chosen on the even pairs" in rows[0]
     assert "head 5, chosen on the odd pairs" in rows[0]
-    assert rows[2] == "| the source's pattern | yes | no |"
+    assert rows[2] == (
+        "| the source's pattern | yes (score 1.10 to 1.30) "
+        "| no (score 0.90 to 1.10) |"
+    )
     assert rows[3].endswith("| yes | no: the word before wins |")
     unclear = flies_test(1.1, rival_low=-0.1)
     rows = gallery.picture_table(unclear, unclear).data.splitlines()
     assert rows[3].endswith("| cannot tell | cannot tell |")
 
 
-def test_layer_labels_name_the_job_that_takes_over_half_of_a_head():
+def test_layer_labels_name_the_jobs_a_head_does_by_the_tables_rule():
     names = [f.name for f in dataclasses.fields(jobs.RealHeads)]
     study = jobs.RealHeads(**dict.fromkeys(names))
     study.jobs = jobs.gallery([example()] * 4)
-    scores, _ = zip(
-        *(jobs.job_shares([example()], job) for job in jobs.JOBS.values())
-    )
-    study.pair_scores = torch.cat(scores)  # (jobs, L, h) on one input
+    study.attention = example()["attention"]  # (L, h, T, T)
     labels = study.layer_labels(PLANTED[0])
     assert labels[PLANTED[1]] == ("previous word", pytest.approx(1.0))
     assert [name for name, _ in labels[: PLANTED[1]]] == ["", ""]
+    assert study.layer_labels(0) == [("", 0.0)] * H  # no head there does one
     fig = gallery.layer_figure(
         example()["attention"][PLANTED[0]], TOKENS, labels, PLANTED[0]
     )
@@ -252,6 +253,9 @@ def test_layer_labels_name_the_job_that_takes_over_half_of_a_head():
     ]
     with pytest.raises(ValueError, match="use 0 to 1"):
         study.layer_labels(L)
+    unplanted = jobs.gallery([example(planted=False)] * 4)
+    study.jobs = unplanted
+    assert study.layer_labels(PLANTED[0]) == [("", 0.0)] * H
 
 
 def test_jobs_done_counts_word_jobs_and_leaves_out_parking():

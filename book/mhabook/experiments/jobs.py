@@ -271,21 +271,19 @@ class RealHeads:
         return rh.head8_counts((self.flies, self.swapped))
 
     def layer_labels(self, layer):
-        """[(job name or "", share), ...] per head of `layer`: the job of
-        `jobs` whose targets take the largest share of the head's word
-        attention on the pair (`pair_scores`), named where that share is
-        over half."""
-        if not 0 <= layer < self.pair_scores.shape[1]:
+        """[(job name or "", held-out score), ...] per head of `layer`: the
+        first of `jobs` whose best head it is and which it does
+        (`Job.does_job`, the gallery table's rule)."""
+        L, h = self.attention.shape[:2]
+        if not 0 <= layer < L:
             raise ValueError(
-                f"layer {layer} is not a layer of this model: use 0 to "
-                f"{self.pair_scores.shape[1] - 1}"
+                f"layer {layer} is not a layer of this model: use 0 to {L - 1}"
             )
-        scores = self.pair_scores[:, layer].nan_to_num(-1.0)  # (jobs, h)
-        shares, best = scores.max(0)
-        return [
-            (self.jobs[k].name if share > 0.5 else "", float(share))
-            for k, share in zip(best.tolist(), shares)
-        ]
+        labels = [("", 0.0)] * h
+        for job in reversed(self.jobs):  # the first job wins a shared head
+            if job.layer == layer and job.does_job:
+                labels[job.head] = (job.name, job.held_out)
+        return labels
 
     def on_pair(self, job):
         """`job`'s head (one of `jobs`), its score at that job on the pair."""

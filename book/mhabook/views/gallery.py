@@ -155,7 +155,11 @@ def picture_table(flies, swapped):
     ]
     rows = [
         ["the source's pattern"]
-        + [pattern[t.pattern_holds] for t in (flies, swapped)],
+        + [
+            f"{pattern[t.pattern_holds]} (score {t.score.low:.2f} to "
+            f"{t.score.high:.2f})"
+            for t in (flies, swapped)
+        ],
         ["A's target over the word before"]
         + [wins[t.target_wins] for t in (flies, swapped)],
     ]
