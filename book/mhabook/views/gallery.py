@@ -8,6 +8,21 @@ import numpy as np
 from .sharing import markdown_table
 
 
+def _grid(n, columns, top, per_row):
+    """(fig, axes): a column-wide grid of n shared-axis maps, `columns`
+    a row, `per_row` inches tall each, plus `top` inches for titles."""
+    rows = -(-n // columns)  # ceil
+    return plt.subplots(
+        rows,
+        columns,
+        figsize=(4.8, top + per_row * rows),
+        sharex=True,
+        sharey=True,
+        layout="constrained",
+        squeeze=False,
+    )
+
+
 def figure(attention, tokens, jobs, targets):
     """Small multiples: for each job, its best head's attention map on one
     input, with the job's targets marked by dots. Returns the Figure.
@@ -26,17 +41,7 @@ def figure(attention, tokens, jobs, targets):
             f"{len(jobs)} jobs but {len(targets)} target maps: give one "
             f"(T, T) map per job"
         )
-    columns = 2
-    rows = -(-len(jobs) // columns)  # ceil
-    fig, axes = plt.subplots(
-        rows,
-        columns,
-        figsize=(4.8, 0.35 + 2.0 * rows),
-        sharex=True,
-        sharey=True,
-        layout="constrained",
-        squeeze=False,
-    )
+    fig, axes = _grid(len(jobs), 2, 0.35, 2.0)
     for ax, job, mark in zip(axes.flat, jobs, targets):
         weights = attention[job.layer, job.head].detach().cpu().numpy()
         ax.imshow(weights, vmin=0, vmax=1, cmap="Greys")
@@ -99,27 +104,17 @@ def table(jobs, detail=False):
 
 def layer_figure(weights, tokens, labels, layer):
     """Small multiples: every head of one layer on one input, titled with
-    the job its words mostly do (`RealHeads.layer_labels`). Returns the
-    Figure. weights: (h, T, T) of that layer; labels: one (name, share)
-    per head, name "" where no job takes over half. Rows and columns run
-    over the tokens in order; the ticks mark the special ones."""
+    the job it does by the gallery's rule (`RealHeads.layer_labels`).
+    Returns the Figure. weights: (h, T, T) of that layer; labels: one
+    (name, held-out score) per head, name "" where it does no job. Rows
+    and columns run over the tokens in order; ticks mark the special ones."""
     h, T = weights.shape[0], len(tokens)
     if tuple(weights.shape) != (h, T, T) or len(labels) != h:
         raise ValueError(
             f"expected (heads, {T}, {T}) weights and a label per head, got "
             f"{tuple(weights.shape)} and {len(labels)} labels"
         )
-    columns = min(h, 3)
-    rows = -(-h // columns)  # ceil
-    fig, axes = plt.subplots(
-        rows,
-        columns,
-        figsize=(4.8, 0.4 + 1.95 * rows),
-        sharex=True,
-        sharey=True,
-        layout="constrained",
-        squeeze=False,
-    )
+    fig, axes = _grid(h, min(h, 3), 0.4, 1.95)
     marks = [i for i, t in enumerate(tokens) if t.startswith("[")]
     for head, (ax, (name, share)) in enumerate(zip(axes.flat, labels)):
         ax.imshow(
