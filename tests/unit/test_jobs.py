@@ -168,13 +168,16 @@ def test_the_figure_and_table_show_each_job():
     found[2].inputs = "pairs"
     rows = gallery.table(found).data.splitlines()
     assert len(rows) == 2 + len(found)
-    assert "| previous word | 1, 2 | 1.00" in rows[2]
+    assert rows[2].startswith("| previous word | 1, 2 | yes | 1.00")
     assert rows[2].endswith("| 1.00 | 0.12 | 0.12 |")
-    assert rows[0].endswith("| even spread | median head |")
+    assert "| no |" in rows[3]
+    assert rows[0].endswith(
+        "| does the job? | held-out score | even spread | median head |"
+    )
     assert rows[4].startswith("| same word, other sentence (on pairs) |")
     detail = gallery.table(found, detail=True).data.splitlines()
-    assert detail[2] == "| previous word | 1.000 | 1.000–1.000 | 0.56 | yes |"
-    assert detail[3].endswith("| 0.56 | no |")
+    assert detail[2] == "| previous word | 1.000 | 1.000–1.000 | 0.56 |"
+    assert detail[3].endswith("| 0.56 |")
     with pytest.raises(ValueError, match="one \\(T, T\\) map per job"):
         gallery.figure(example()["attention"], TOKENS, found, targets[:2])
 
@@ -224,13 +227,17 @@ def test_the_picture_table_says_yes_no_or_cannot_tell_for_each_choice():
     assert "head 3, chosen on the even pairs" in rows[0]
     assert "head 5, chosen on the odd pairs" in rows[0]
     assert rows[2] == (
-        "| the source's pattern | yes (score 1.10 to 1.30) "
-        "| no (score 0.90 to 1.10) |"
+        "| the source's pattern | yes (score 1.10 to 1.30, bar 1) "
+        "| no (score 0.90 to 1.10, bar 1) |"
     )
     assert rows[3].endswith("| yes | no: the word before wins |")
     unclear = flies_test(1.1, rival_low=-0.1)
     rows = gallery.picture_table(unclear, unclear).data.splitlines()
     assert rows[3].endswith("| cannot tell | cannot tell |")
+    assert (
+        len(gallery.picture_table(even, odd, rival=False).data.splitlines())
+        == 3
+    )
 
 
 def test_layer_labels_name_the_jobs_a_head_does_by_the_tables_rule():
@@ -340,11 +347,11 @@ def test_the_study_runs_on_a_random_bert_and_finds_no_job_there(tmp_path):
             model, tokenizer, rh.load_table(rh.SETS["flies"]), "flies"
         )
     )
-    assert (flies.head, numbers["rival"]) == (
+    assert (flies.head, numbers["flies_lift"]) == (
         claim.layer0.head,
-        claim.layer0.rival_subject.mean,
+        claim.layer0.score.mean,
     )
-    assert numbers["rival_low"] <= numbers["rival"] <= numbers["rival_high"]
+    assert numbers["n_half"] == max(claim.n_choose, claim.n_confirm)
 
 
 def test_on_pair_reads_the_jobs_own_row_and_refuses_a_head_of_no_job():

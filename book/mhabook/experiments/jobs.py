@@ -326,10 +326,7 @@ class RealHeads:
             "flies_lift": flies.score.mean,
             "flies_lift_low": flies.score.low,
             "flies_lift_high": flies.score.high,
-            # A's target minus A's subject, a rival named in advance
-            "rival": flies.rival_subject.mean,
-            "rival_low": flies.rival_subject.low,
-            "rival_high": flies.rival_subject.high,
+            "n_half": (self.n_flies + 1) // 2,  # held-out pairs, at most
             "largest": self.largest_difference,
         }
 

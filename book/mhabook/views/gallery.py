@@ -69,31 +69,30 @@ def figure(attention, tokens, jobs, targets):
 
 
 def table(jobs, detail=False):
-    """The gallery as a Markdown table, one row per job: the held-out
-    score beside its two baselines. detail=True gives the score's 95%
-    interval, the job's bar, and whether the head does the job (the low
-    end of the interval over `Job.bar`) instead of the baselines."""
-    header = ["job", "best head (layer, head)", "held-out score"]
-    header += ["even spread", "median head"]
+    """The gallery as a Markdown table, one row per job: whether the best
+    head does the job (the low end of its interval over `Job.bar`), then
+    its held-out score beside the two baselines. detail=True gives the score's
+    95% interval and the job's bar instead of the baselines."""
+    header = ["job", "best head (layer, head)", "does the job?"]
+    header += ["held-out score", "even spread", "median head"]
     if detail:
         header = ["job", "held-out score", "95% interval", "bar"]
-        header += ["does the job?"]
     rows = []
     for job in jobs:
         name = html.escape(job.name)
         if job.inputs == "pairs":
             name += " (on pairs)"
         if detail:
-            does = "yes" if job.does_job else "no"
             interval = f"{job.low:.3f}–{job.high:.3f}"
             rows.append(
-                [name, f"{job.held_out:.3f}", interval, f"{job.bar:.2f}", does]
+                [name, f"{job.held_out:.3f}", interval, f"{job.bar:.2f}"]
             )
         else:
             rows.append(
                 [
                     name,
                     f"{job.layer}, {job.head}",
+                    "yes" if job.does_job else "no",
                     f"{job.held_out:.2f}",
                     f"{job.even:.2f}",
                     f"{job.median:.2f}",
@@ -135,11 +134,12 @@ def layer_figure(weights, tokens, labels, layer):
     return fig
 
 
-def picture_table(flies, swapped):
+def picture_table(flies, swapped, rival=True):
     """Head 8's checks as a Markdown table: for the layer-0 head chosen on
     the even pairs (`flies`) and on the odd (`swapped`), whether the
-    source's pattern holds held out, and whether "flies" in A favours its
-    target over the word just before it (`realheads.FliesTest`)."""
+    source's pattern holds held out, and, with `rival`, whether "flies" in
+    A favours its target over the word just before it
+    (`realheads.FliesTest`)."""
     pattern = {True: "yes", False: "no"}
     wins = {"more": "yes", "less": "no: the word before wins"}
     wins["same"] = "cannot tell"
@@ -152,10 +152,13 @@ def picture_table(flies, swapped):
         ["the source's pattern"]
         + [
             f"{pattern[t.pattern_holds]} (score {t.score.low:.2f} to "
-            f"{t.score.high:.2f})"
+            f"{t.score.high:.2f}, bar 1)"
             for t in (flies, swapped)
-        ],
-        ["A's target over the word before"]
-        + [wins[t.target_wins] for t in (flies, swapped)],
+        ]
     ]
+    if rival:
+        rows.append(
+            ["A's target over the word before"]
+            + [wins[t.target_wins] for t in (flies, swapped)]
+        )
     return markdown_table(header, rows)
