@@ -997,3 +997,15 @@ def test_a_word_missing_from_a_set_names_its_line(
         )
     (ex,) = coreference_examples(tiny_bert(), tokenizer, [list(rows[0])])
     assert (ex["pronoun"], ex["right"]) == (2, 3)  # plain lists still work
+
+
+def test_the_recipes_example_reads_flies_in_a_on_the_source_pair():
+    numbers = testing.page_numbers(planted_results())  # claim_head at (0, 1)
+    assert numbers["ex_tokens"] == T_FLIES
+    assert numbers["ex_weight"] == pytest.approx(0.5)  # A's target, pair 0
+    assert numbers["ex_lift"] == pytest.approx(0.5 * T_FLIES)
+    rest = (1 - 0.54) / (T_FLIES - 3)  # the word before: an even rest
+    assert numbers["ex_before"] == pytest.approx(rest)
+    tokens = planted_flies({})[0]["tokens"]
+    assert numbers["ex_before_word"] == tokens[1]  # "flies" in A is at 2
+    assert numbers["ex_target"] == tokens[4]

@@ -71,6 +71,24 @@ def test_a_cached_step_computes_what_the_step_without_it_does(num_layers):
             )
 
 
+def test_the_rerun_flops_are_what_pytorch_counts():
+    import dataclasses
+
+    from torch.utils.flop_counter import FlopCounterMode
+
+    names = [f.name for f in dataclasses.fields(sharing.Timing)]
+    sizes = dict(width=16, num_heads=4, num_kv_heads=2, lengths=(4, 8))
+    timing = sharing.Timing(**(dict.fromkeys(names) | sizes))
+    without, _ = sharing.decoding_steps(16, 4, 2, 8)
+    for S in timing.lengths:
+        with torch.no_grad(), FlopCounterMode(display=False) as counter:
+            without(S)
+        assert counter.get_total_flops() == timing.flops_without(S)
+    # d = 16, g d_k = 8: projections 4 S d^2 + 4 S d g d_k, scores 4 S^2 d
+    expected = (8 * 1024 + 8 * 512 + 64 * 64) / (4 * 1024 + 4 * 512 + 16 * 64)
+    assert timing.flop_growth == pytest.approx(expected)
+
+
 def planted_times(lengths, repeats, a=100e-6, b=1e-6, c=1e-7):
     """A time_interleaved table in which one layer's step without the
     cache costs c S^2 and its cached step a + b S; the stack's, at the

@@ -970,6 +970,7 @@ class ClaimTwo:
     source_top_sides: list  # the sentence of each, "A" or "B"
     n_choose: int
     n_confirm: int
+    source_flies: tuple  # positions of "flies" in A and in B
 
 
 Z_95, Z_80 = 1.959964, 0.841621  # normal quantiles: 97.5% and 80%
@@ -1023,6 +1024,7 @@ def claim_two(flies, seed=0):
         source_targets=list(source["targets"]),
         source_top=[source["tokens"][i] for i in top],
         source_top_sides=["AB"[int(source["segments"][i])] for i in top],
+        source_flies=tuple(int(i) for i in source["flies"]),
         n_choose=len(flies[0::2]),
         n_confirm=n_confirm,
     )

@@ -242,6 +242,19 @@ class Timing:
         """without / cached at the longest S."""
         return self.speedups[-1]
 
+    def flops_without(self, S):
+        """FLOPs of the layer rerun on S tokens (a multiply-add is two):
+        the query and output projections 4 S d^2, the key and value ones
+        4 S d g d_k, the scores and the weighted values 4 S^2 d."""
+        d, g, d_k = self.width, self.num_kv_heads, self.width // self.num_heads
+        return 4 * S * d * d + 4 * S * d * g * d_k + 4 * S * S * d
+
+    @property
+    def flop_growth(self):
+        """The rerun's FLOPs at the longest S over those at half of it."""
+        longest = self.lengths[-1]
+        return self.flops_without(longest) / self.flops_without(self.half)
+
 
 def decoding_steps(
     width, num_heads, num_kv_heads, max_tokens, num_layers=1, seed=0

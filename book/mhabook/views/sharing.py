@@ -295,6 +295,7 @@ def page_numbers(r, model_name):
         "speedup_of_medians": number(t.speedup.of_medians),
         "growth_without": t.growth_without.median,
         "growth_of_medians": number(t.growth_without.of_medians),
+        "flop_growth": t.flop_growth,
         "growth_with_text": ratio_text(t.growth_with),
         "stack_layers": t.stack_layers,
         "llama_ratio": r.memory.llama_ratio,

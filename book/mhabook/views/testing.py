@@ -160,7 +160,18 @@ def page_numbers(results):
     c1, c2, p = results.claim1, results.claim2, results.pronouns
     l0, swapped, upper = c2.layer0, c2.layer0_swapped, c2.upper
     num_layers, num_heads = c2.even_scores.shape
+    T = len(c2.source_tokens)  # the recipe's example: the source's pair
+    target = c2.source_targets[0]  # A's target ("arrow")
+    weight = c2.source_rows[0, target].item()  # from "flies" in A
+    before = c2.source_flies[0] - 1  # the word just before "flies" in A
     return {
+        "ex_tokens": T,
+        "ex_even": 1 / T,
+        "ex_target": c2.source_tokens[target],
+        "ex_weight": weight,
+        "ex_lift": weight * T,
+        "ex_before_word": c2.source_tokens[before],
+        "ex_before": c2.source_rows[0, before].item(),
         "n_pairs": results.n_pairs,
         "n_flies": results.n_flies,
         "n_pronouns": results.n_pronouns,
