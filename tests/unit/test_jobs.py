@@ -175,6 +175,10 @@ def test_the_figure_and_table_show_each_job():
         "| does the job? | held-out score | even spread | median head |"
     )
     assert rows[4].startswith("| same word, other sentence (on pairs) |")
+    # many heads lean the same way: the best one does it, but commonly
+    lean = dataclasses.replace(found[0], held_out=0.9, low=0.85, median=0.6)
+    assert lean.does_job and lean.common and not found[0].common
+    assert "| 1, 2 | yes; common | 0.90 |" in gallery.table([lean]).data
     detail = gallery.table(found, detail=True).data.splitlines()
     assert detail[2] == "| previous word | 1.000 | 1.000–1.000 | 0.56 |"
     assert detail[3].endswith("| 0.56 |")
@@ -227,8 +231,8 @@ def test_the_picture_table_says_yes_no_or_cannot_tell_for_each_choice():
     assert "head 3, chosen on the even pairs" in rows[0]
     assert "head 5, chosen on the odd pairs" in rows[0]
     assert rows[2] == (
-        "| the source's pattern | yes (score 1.10 to 1.30, bar 1) "
-        "| no (score 0.90 to 1.10, bar 1) |"
+        "| the source's pattern: score (95% interval), bar 1 "
+        "| yes: 1.20 (1.10 to 1.30) | no: 1.00 (0.90 to 1.10) |"
     )
     assert rows[3].endswith("| yes | no: the word before wins |")
     unclear = flies_test(1.1, rival_low=-0.1)

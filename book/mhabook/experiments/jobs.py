@@ -127,6 +127,12 @@ class Job:
         return base + CLEAR * (1 - base)
 
     @property
+    def common(self):
+        """The median head scores at least half as much as the best: many
+        heads lean the same way, and the best is no specialist."""
+        return self.median >= self.held_out / 2
+
+    @property
     def does_job(self):
         """Held out, its whole interval lies above `bar`: it beats both
         baselines and closes at least `CLEAR` of the gap to 1."""

@@ -68,6 +68,11 @@ def figure(attention, tokens, jobs, targets):
     return fig
 
 
+# does the job? (`Job.does_job`, `Job.common`)
+DOES = {(True, False): "yes", (True, True): "yes; common"}
+DOES |= {(False, False): "no", (False, True): "no"}
+
+
 def table(jobs, detail=False):
     """The gallery as a Markdown table, one row per job: whether the best
     head does the job (the low end of its interval over `Job.bar`), then
@@ -92,7 +97,7 @@ def table(jobs, detail=False):
                 [
                     name,
                     f"{job.layer}, {job.head}",
-                    "yes" if job.does_job else "no",
+                    DOES[job.does_job, job.common],
                     f"{job.held_out:.2f}",
                     f"{job.even:.2f}",
                     f"{job.median:.2f}",
@@ -149,10 +154,10 @@ def picture_table(flies, swapped, rival=True):
         f"head {swapped.head}, chosen on the odd pairs",
     ]
     rows = [
-        ["the source's pattern"]
+        ["the source's pattern: score (95% interval), bar 1"]
         + [
-            f"{pattern[t.pattern_holds]} (score {t.score.low:.2f} to "
-            f"{t.score.high:.2f}, bar 1)"
+            f"{pattern[t.pattern_holds]}: {t.score.mean:.2f} "
+            f"({t.score.low:.2f} to {t.score.high:.2f})"
             for t in (flies, swapped)
         ]
     ]
