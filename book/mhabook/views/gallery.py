@@ -68,11 +68,6 @@ def figure(attention, tokens, jobs, targets):
     return fig
 
 
-# does the job? (`Job.does_job`, `Job.common`)
-DOES = {(True, False): "yes", (True, True): "yes; common"}
-DOES |= {(False, False): "no", (False, True): "no"}
-
-
 def table(jobs, detail=False):
     """The gallery as a Markdown table, one row per job: whether the best
     head does the job (the low end of its interval over `Job.bar`), then
@@ -93,11 +88,14 @@ def table(jobs, detail=False):
                 [name, f"{job.held_out:.3f}", interval, f"{job.bar:.2f}"]
             )
         else:
+            does = "no"
+            if job.does_job:  # a common job is one most heads lean to
+                does = "yes; common" if job.common else "yes"
             rows.append(
                 [
                     name,
                     f"{job.layer}, {job.head}",
-                    DOES[job.does_job, job.common],
+                    does,
                     f"{job.held_out:.2f}",
                     f"{job.even:.2f}",
                     f"{job.median:.2f}",
