@@ -784,7 +784,10 @@ def planted_results(flies_heads=((0, 1),), head=claim_head):
     """A `TestingHeads` record of planted heads: claim 1's head keeps to its
     own sentence; claim 2's `head` at each of `flies_heads` (every other
     head spreads evenly); a pronoun head that finds the referent."""
-    pairs = pairs_of_lengths(lambda off, same: 1.0 + 2.0 * same) * 4
+    pairs = [  # (L, h) = (2, 2) as claim 2's, every head keeping to its own
+        ex | {"attention": ex["attention"].expand(2, 2, -1, -1).clone()}
+        for ex in pairs_of_lengths(lambda off, same: 1.0 + 2.0 * same)
+    ] * 4
     flies = planted_flies({where: head for where in flies_heads})
     return realheads.TestingHeads(
         n_pairs=len(pairs),
@@ -809,6 +812,7 @@ def outcomes(results):
 def test_the_page_finds_the_planted_claim_heads():
     found = outcomes(planted_results())  # claim 2's head in layer 0
     assert found["claim_1"] == ("all", "every head")  # keeps to its own
+    assert found["l0_own"] == (True, "is one of them")
     # claim_head's "flies" in A: its target over its subject and B's "f"
     assert found["l0_lift"][0] == "more"  # each target above an even share
     assert found["rival_first_b"][0] == "more"

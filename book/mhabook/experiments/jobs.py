@@ -276,21 +276,6 @@ class RealHeads:
         word just before it over its target (`realheads.head8_counts`)."""
         return rh.head8_counts((self.flies, self.swapped))
 
-    def layer_labels(self, layer):
-        """[(job name or "", held-out score), ...] per head of `layer`: the
-        first of `jobs` whose best head it is and which it does
-        (`Job.does_job`, the gallery table's rule)."""
-        L, h = self.attention.shape[:2]
-        if not 0 <= layer < L:
-            raise ValueError(
-                f"layer {layer} is not a layer of this model: use 0 to {L - 1}"
-            )
-        labels = [("", 0.0)] * h
-        for job in reversed(self.jobs):  # the first job wins a shared head
-            if job.layer == layer and job.does_job:
-                labels[job.head] = (job.name, job.held_out)
-        return labels
-
     def on_pair(self, job):
         """`job`'s head (one of `jobs`), its score at that job on the pair."""
         names = [j.name for j in self.jobs]

@@ -89,8 +89,8 @@ def table(jobs, detail=False):
             )
         else:
             does = "no"
-            if job.does_job:  # a common job is one most heads lean to
-                does = "yes; common" if job.common else "yes"
+            if job.does_job:  # `Job.common`: the median head leans to it too
+                does = "yes; many heads lean to it" if job.common else "yes"
             rows.append(
                 [
                     name,
@@ -102,39 +102,6 @@ def table(jobs, detail=False):
                 ]
             )
     return markdown_table(header, rows)
-
-
-def layer_figure(weights, tokens, labels, layer):
-    """Small multiples: every head of one layer on one input, titled with
-    the job it does by the gallery's rule (`RealHeads.layer_labels`).
-    Returns the Figure. weights: (h, T, T) of that layer; labels: one
-    (name, held-out score) per head, name "" where it does no job. Rows
-    and columns run over the tokens in order; ticks mark the special ones."""
-    h, T = weights.shape[0], len(tokens)
-    if tuple(weights.shape) != (h, T, T) or len(labels) != h:
-        raise ValueError(
-            f"expected (heads, {T}, {T}) weights and a label per head, got "
-            f"{tuple(weights.shape)} and {len(labels)} labels"
-        )
-    fig, axes = _grid(h, min(h, 3), 0.4, 1.95)
-    marks = [i for i, t in enumerate(tokens) if t.startswith("[")]
-    for head, (ax, (name, share)) in enumerate(zip(axes.flat, labels)):
-        ax.imshow(
-            weights[head].detach().cpu().numpy(), vmin=0, vmax=1, cmap="Greys"
-        )
-        job = f"{name} {share:.2f}" if name else ""  # two lines each
-        ax.set_title(f"head {head}\n{job}", fontsize=9)
-        ax.set_xticks(
-            marks, [tokens[i] for i in marks], rotation=90, fontsize=9
-        )
-        ax.set_yticks(marks, [tokens[i] for i in marks], fontsize=9)
-        ax.tick_params(length=2)
-        ax.spines[:].set_visible(False)
-        ax.label_outer()  # tick labels on the left column and bottom row
-    for ax in axes.flat[h:]:
-        ax.axis("off")
-    fig.suptitle(f"layer {layer}, every head", fontsize=9)
-    return fig
 
 
 def picture_table(flies, swapped, rival=True):

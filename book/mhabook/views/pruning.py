@@ -48,7 +48,7 @@ def pruning_curves(result):
         color="grey",
         lw=0.8,
         ls=":",
-        label="threshold: half a row below full",
+        label="below this: a row lost",
     )
     axes[1].yaxis.set_major_formatter("{x:.0%}")
     # the task panel keeps matplotlib's limits, fitted to its data: its

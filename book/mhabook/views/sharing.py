@@ -131,12 +131,6 @@ def page_verdicts(r):
         ),
         ("stack_verdict", "compare", stack.against(1), faster_phrases(stack)),
         (
-            "stack_box",
-            "compare",
-            stack.against(1),
-            faster_phrases(stack, interval=False),
-        ),
-        (
             "stack_same",  # the stack's interval against one layer's
             "compare",
             (stack.low, stack.high, one.low, one.high),
