@@ -63,11 +63,24 @@ def config_sizes(name, args, kwargs):
     config = given[0] if len(given) == 1 else None
     names = ("hidden_size", "num_attention_heads")
     sizes = [getattr(config, n, None) for n in names]
-    if config is not None and all(_whole(n) for n in sizes):
+    if (
+        config is not None
+        and not isinstance(config, type)
+        and all(_whole(n) for n in sizes)
+    ):
         check_split(*sizes)
         return tuple(int(n) for n in sizes)
     if isinstance(config, dict):
         fix = f"{name}(BertConfig(**config))"
+    elif isinstance(config, type):  # the class, not a config made from it
+        fix = f"{name}({config.__name__}()), with the parentheses"
+    elif all(
+        _whole(n) or isinstance(n, float) and n.is_integer() for n in sizes
+    ):
+        fix = (
+            f"{name}(BertConfig(hidden_size={int(sizes[0])}, "
+            f"num_attention_heads={int(sizes[1])}))"
+        )
     elif len(args) == 2 and all(_whole(n) for n in args):
         fix = (
             f"{name}(BertConfig(hidden_size={args[0]}, "

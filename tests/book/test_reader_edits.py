@@ -107,6 +107,13 @@ EDITS = [
     Edit("one_head", "two words", (one_text('"time flies"'),), ONE_END),
     Edit(
         "one_head",
+        "one word five times",
+        (one_text('"la la la la la"'),),
+        until=ONE_END,
+        notes=True,
+    ),
+    Edit(
+        "one_head",
         "capital and period",
         (one_text('"Time flies like an arrow."'),),
         until=ONE_END,
@@ -509,6 +516,21 @@ EDITS = [
         until="tight = dict(",
         refuses=r"how qkv is split into heads \(view, permute\)",
         at="tight = dict(",
+    ),
+    Edit(
+        "all_heads",
+        "causal mask flipped",
+        (change("def causal_mask(", ".tril()", ".triu()"),),
+        until="_, causal_weights = batched(",
+        refuses="causal_mask keeps the lower triangle",
+        at="_, causal_weights = batched(",
+    ),
+    Edit(
+        "all_heads",
+        "| in place of & in exercise 3",
+        (change(ALL_END, "causal_mask(5) &", "causal_mask(5) |"),),
+        until=ALL_END,
+        notes=True,
     ),
     Edit(
         "all_heads",

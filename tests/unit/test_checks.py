@@ -8,6 +8,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 from torch import nn
+from transformers import BertConfig
 
 from mhabook.checks import (
     check_attention_mask,
@@ -59,6 +60,8 @@ def test_a_config_layer_keeps_its_signature_and_works():
         ((8, 2), TypeError, r"use Layer\(BertConfig\(hidden_size=8, num"),
         (({"hidden_size": 8},), TypeError, r"use Layer\(BertConfig\(\*\*"),
         ((config(8.0, 2),), TypeError, "whole-number hidden_size"),
+        ((config(8.0, 2),), TypeError, "hidden_size=8, num_attention_heads=2"),
+        ((BertConfig,), TypeError, r"use Layer\(BertConfig\(\)\), with the"),
         ((config(True, 2),), TypeError, "whole-number hidden_size"),
         ((config(), config()), TypeError, "takes one config"),
         ((config(10, 4),), ValueError, "such as 2 or 5"),

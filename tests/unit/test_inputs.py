@@ -143,6 +143,9 @@ def test_a_data_file_saved_with_a_byte_order_mark_reads_the_same(
     assert embedding.load_lines("set.txt") == ["first", "second"]
     with pytest.raises(FileNotFoundError, match="use one of set.txt"):
         embedding.load_lines("sets.txt")
+    (tmp_path / "set.txt").write_text("# only a comment\n\n")
+    with pytest.raises(ValueError, match="set.txt has no lines but blank"):
+        embedding.load_lines("set.txt")
 
 
 def test_one_string_is_not_taken_for_a_list_of_sentences():

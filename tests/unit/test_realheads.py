@@ -1003,6 +1003,20 @@ def test_a_word_missing_from_a_set_names_its_line(
     assert (ex["pronoun"], ex["right"]) == (2, 3)  # plain lists still work
 
 
+def test_coreference_rows_must_pair_into_twins(tmp_path, monkeypatch):
+    monkeypatch.setattr(realheads, "DATA", tmp_path)
+    one = "the cup hit the jar because it was hard\tit\tcup\tjar\n"
+    two = "the cup hit the jar because it was soft\tit\tjar\tcup\n"
+    (tmp_path / "coreference.tsv").write_text(one + two)
+    rows = load_table("coreference.tsv")
+    realheads.check_twins(rows, "coreference.tsv")  # a twin: no error
+    with pytest.raises(ValueError, match="has 1 sentences.*missing twin"):
+        realheads.check_twins(rows[:1], "coreference.tsv")
+    (tmp_path / "coreference.tsv").write_text(one + one)
+    with pytest.raises(ValueError, match="lines 1 and 2, are not twins"):
+        realheads.check_twins(load_table("coreference.tsv"), "coreference.tsv")
+
+
 def test_the_recipes_example_reads_flies_in_a_on_the_source_pair():
     numbers = testing.page_numbers(planted_results())  # claim_head at (0, 1)
     assert numbers["ex_tokens"] == T_FLIES

@@ -16,7 +16,7 @@ DATA = Path(__file__).resolve().parents[2] / "data"
 
 def load_lines(name):
     """The non-empty, non-comment lines of book/data/<name> (a byte-order
-    mark, as some editors save one, is dropped)."""
+    mark, as some editors save one, is dropped); a ValueError if none."""
     path = DATA / name
     if not path.is_file():
         there = ", ".join(
@@ -27,7 +27,13 @@ def load_lines(name):
             f"there"
         )
     lines = path.read_text(encoding="utf-8-sig").splitlines()
-    return [line for line in lines if line.strip() and line[0] != "#"]
+    kept = [line for line in lines if line.strip() and line[0] != "#"]
+    if not kept:
+        raise ValueError(
+            f"book/data/{name} has no lines but blank ones and comments: "
+            f"put its rows back (git checkout book/data/{name})"
+        )
+    return kept
 
 
 def check_lengths(model, tokenizer, sentences):

@@ -454,6 +454,24 @@ def set_path(key):
     return f"book/data/{SETS[key]}"
 
 
+def check_twins(rows, set_name):
+    """Refuse coreference rows that do not pair into twins: rows 0 and 1,
+    2 and 3, ... share the pronoun and swap the two candidates."""
+    if len(rows) % 2:
+        raise ValueError(
+            f"{set_name} has {len(rows)} sentences; its sentences come in "
+            f"twins, so add the missing twin or delete the one left alone"
+        )
+    for first, second in zip(rows[0::2], rows[1::2]):
+        if not (first[1] == second[1] and first[2:] == second[:1:-1]):
+            lines = f"lines {first.line} and {second.line}"
+            raise ValueError(
+                f"{set_name}, {lines}, are not twins: twins share the pronoun "
+                f"and swap the two candidates ({first[1:]} and "
+                f"{second[1:]}); keep each sentence next to its twin"
+            )
+
+
 def load_sets(model, tokenizer):
     """(pairs, flies, pronouns): the three evaluation sets of book/data/,
     run through `model`. Raises a ValueError that names the set when the
@@ -464,8 +482,10 @@ def load_sets(model, tokenizer):
     flies = flies_examples(
         model, tokenizer, load_table(SETS["flies"]), set_path("flies")
     )
+    rows = load_table(SETS["pronouns"])
+    check_twins(rows, set_path("pronouns"))
     pronouns = coreference_examples(
-        model, tokenizer, load_table(SETS["pronouns"]), set_path("pronouns")
+        model, tokenizer, rows, set_path("pronouns")
     )
     return pairs, flies, pronouns
 
