@@ -165,6 +165,7 @@ def page_numbers(result):
         "rho_previous": r.correlation["previous"],
         "rho_self": r.correlation["self"],
         "rho_within": r.within["special"],
+        "rho_top_layer": float(r.by_layer["special"][top]),  # inside it
         "within_previous": r.within["previous"],
         "within_self": r.within["self"],
         "chance_within": r.chance_within,
