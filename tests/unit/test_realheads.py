@@ -1003,6 +1003,14 @@ def test_a_word_missing_from_a_set_names_its_line(
     assert (ex["pronoun"], ex["right"]) == (2, 3)  # plain lists still work
 
 
+def test_a_repeated_row_is_refused(tmp_path, monkeypatch):
+    monkeypatch.setattr(realheads, "DATA", tmp_path)
+    row = "time flies like an arrow\tfruit flies like a banana\n"
+    (tmp_path / "claim1_pairs.tsv").write_text("# pairs\n" + row + row)
+    with pytest.raises(ValueError, match="line 3, repeats line 2"):
+        load_table("claim1_pairs.tsv")
+
+
 def test_coreference_rows_must_pair_into_twins(tmp_path, monkeypatch):
     monkeypatch.setattr(realheads, "DATA", tmp_path)
     one = "the cup hit the jar because it was hard\tit\tcup\tjar\n"
@@ -1012,7 +1020,8 @@ def test_coreference_rows_must_pair_into_twins(tmp_path, monkeypatch):
     realheads.check_twins(rows, "coreference.tsv")  # a twin: no error
     with pytest.raises(ValueError, match="has 1 sentences.*missing twin"):
         realheads.check_twins(rows[:1], "coreference.tsv")
-    (tmp_path / "coreference.tsv").write_text(one + one)
+    unswapped = two.replace("jar\tcup", "cup\tjar")
+    (tmp_path / "coreference.tsv").write_text(one + unswapped)
     with pytest.raises(ValueError, match="lines 1 and 2, are not twins"):
         realheads.check_twins(load_table("coreference.tsv"), "coreference.tsv")
 

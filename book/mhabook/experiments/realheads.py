@@ -303,7 +303,7 @@ def load_table(name):
     """Rows of the tab-separated file book/data/<name>, comments left out,
     each a `Row` that knows its line. Raises a ValueError naming the file,
     the line and the expected columns when a row of a set in `COLUMNS` has
-    another number of columns, or an empty column."""
+    another number of columns, or an empty column, or repeats a row."""
     load_lines(name)  # refuses a missing file, naming the ones there
     columns = COLUMNS.get(name)
     lines = (DATA / name).read_text(encoding="utf-8-sig").splitlines()
@@ -326,6 +326,13 @@ def load_table(name):
             raise ValueError(
                 f"book/data/{name}, line {number}, has an empty column "
                 f"({column}): {line!r}. Write it in, or delete the line"
+            )
+        seen = [r for r in rows if r == row]
+        if seen:
+            raise ValueError(
+                f"book/data/{name}, line {number}, repeats line "
+                f"{seen[0].line}: a repeated row could both choose a head and "
+                f"score it. Delete one of them"
             )
         rows.append(row)
     return rows
