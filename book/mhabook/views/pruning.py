@@ -266,6 +266,12 @@ def page_verdicts(result):
             (r.detectable_within, 1.0),
             {True: "four times in five", False: "under four times in five"},
         ),
+        (
+            "miss_counts",  # against what a miss of the test counts
+            "below",
+            (r.detectable_within, 1.0),
+            {True: "a trend that strong, not weaker ones", False: "no trend"},
+        ),
         *(
             (f"table_{k}", "sign_near", (r.within[k], r.chance_within), TREND)
             for k in ("special", "previous", "self")
