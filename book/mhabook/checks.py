@@ -74,20 +74,15 @@ def config_sizes(name, args, kwargs):
         fix = f"{name}(BertConfig(**config))"
     elif isinstance(config, type):  # the class, not a config made from it
         fix = f"{name}({config.__name__}()), with the parentheses"
-    elif all(
-        _whole(n) or isinstance(n, float) and n.is_integer() for n in sizes
-    ):
-        fix = (
-            f"{name}(BertConfig(hidden_size={int(sizes[0])}, "
-            f"num_attention_heads={int(sizes[1])}))"
-        )
-    elif len(args) == 2 and all(_whole(n) for n in args):
-        fix = (
-            f"{name}(BertConfig(hidden_size={args[0]}, "
-            f"num_attention_heads={args[1]}))"
-        )
-    else:
-        fix = f"{name}(BertConfig(hidden_size=768, num_attention_heads=12))"
+    else:  # the reader's sizes where they are whole, else BERT-base's
+        d, h = 768, 12
+        if all(
+            _whole(n) or isinstance(n, float) and n.is_integer() for n in sizes
+        ):
+            d, h = (int(n) for n in sizes)
+        elif len(args) == 2 and all(_whole(n) for n in args):
+            d, h = args
+        fix = f"{name}(BertConfig(hidden_size={d}, num_attention_heads={h}))"
     raise TypeError(
         f"{name} takes one config with whole-number hidden_size and "
         f"num_attention_heads (a BertConfig, say), not "
