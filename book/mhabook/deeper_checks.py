@@ -92,5 +92,6 @@ def check_fits(cache_shape, stored, K, V):
     if end > room:
         raise ValueError(
             f"the cache has room for {room} tokens, not {end}: make it "
-            f"with max_tokens >= {end}"
+            f"with max_tokens at least the total the decoding reaches (the "
+            f"prompt plus every token it writes; here at least {end})"
         )

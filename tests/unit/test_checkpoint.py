@@ -147,6 +147,16 @@ def test_a_relative_folder_is_found_from_where_the_command_ran(
     assert source == "local folder"
 
 
+def test_the_bundled_folder_named_as_a_folder_keeps_its_name(monkeypatch):
+    """$MHA_CHECKPOINT set to the bundled model's own folder: the pages
+    still name it all-MiniLM-L6-v2, not the folder's last part."""
+    folder = checkpoint.bundled_path()
+    monkeypatch.setenv(checkpoint.ENV_VAR, str(folder))
+    path, display, source = resolve()
+    assert (path, display) == (str(folder), checkpoint.BUNDLED)
+    assert source.startswith("bundled")
+
+
 def test_a_folder_under_home_or_the_repository_is_found(
     tiny_model, monkeypatch
 ):

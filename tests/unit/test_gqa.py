@@ -235,7 +235,7 @@ def test_a_full_cache_says_how_much_room_is_needed():
     layer = grouped(4, 2)
     cache = KVCache(1, 2, 3, D_K)
     layer(torch.randn(1, 3, 32), cache=cache)
-    with pytest.raises(ValueError, match="max_tokens >= 4"):
+    with pytest.raises(ValueError, match="here at least 4"):
         layer(torch.randn(1, 1, 32), cache=cache)
 
 
@@ -264,7 +264,7 @@ def test_check_fits_refuses_values_unlike_keys_and_passes_what_fits():
     )
     K = torch.zeros(1, 2, 3, D_K)
     deeper_checks.check_fits((1, 2, 5, D_K), 2, K, K)  # 2 + 3 fit in 5
-    with pytest.raises(ValueError, match="max_tokens >= 6"):
+    with pytest.raises(ValueError, match="here at least 6"):
         deeper_checks.check_fits((1, 2, 5, D_K), 3, K, K)
     with pytest.raises(ValueError, match="append one value per key"):
         deeper_checks.check_fits((1, 2, 5, D_K), 0, K, K[:, :, :2])

@@ -166,11 +166,11 @@ def test_page_verdicts_judge_ratios_as_printed_and_differences_by_sign():
         for name, rule, args, phrases in head_costs.page_verdicts(record)
     }
     assert found == {
-        "batched_short": "was shorter than",
-        "batched_long": "could not be told apart from",
-        "products_short": "was longer than",
-        "softmax_most": "was longer than",
-        "fused_long": "could not be told apart from",  # prints 1.00
+        "batched_short": "faster than",
+        "batched_long": "not measurably faster or slower than",
+        "products_short": "slower than",
+        "softmax_most": "slower than",
+        "fused_long": "not measurably faster or slower than",  # prints 1.00
         "gap_short": "is above zero",
         "rest_sign": "is below zero",
     }

@@ -3,6 +3,7 @@ import copy
 import pytest
 import torch
 
+from mhabook.experiments import pruning
 from mhabook.experiments.embedding import load_lines, sentence_embeddings
 from mhabook.experiments.pruning import (
     Probe,
@@ -419,6 +420,19 @@ def test_round_up_keeps_a_bound_a_bound():
         assert float(f"{round_up(x):.1e}") >= x
 
 
+def test_exact_numbers_state_the_layer_and_head_measured_and_a_bound():
+    """The page's numbers come from the cell the reader may edit: another
+    layer and head are named, and the difference is rounded up."""
+    full = torch.tensor([[[1.0, -3.0]]], dtype=torch.float64)
+    masked = torch.tensor([[[0.5, -3.0]]], dtype=torch.float64)
+    without_i = masked + 1.234e-07
+    numbers = pruning.exact_numbers(5, 11, full, masked, without_i)
+    assert (numbers["one_layer"], numbers["one_i"]) == (5, 11)
+    assert numbers["one_difference"] >= 1.234e-07
+    assert f"{numbers['one_difference']:.2g}" == "1.3e-07"
+    assert numbers["one_moved"] == 0.5 and numbers["one_scale"] == 2.0
+
+
 def test_the_figures_draw_what_the_record_holds(planted):
     import matplotlib
 
@@ -454,7 +468,7 @@ def test_the_page_numbers_are_read_off_the_record(planted):
     assert numbers["top_ratio"] == pytest.approx((drop[0] / drop[1]).item())
     assert numbers["top_drop"] == pytest.approx(1000 * drop[0].item())
     assert numbers["num_all"] == 4 and numbers["last_layer"] == 1
-    assert numbers["one_i"] == 0  # head h // 4 of layer 0
+    assert result.exact_head == (0, 0)  # head h // 4 of layer 0
     assert (numbers["n_orders"], numbers["n_curves"]) == (5, 2)
     assert numbers["n_more_orders"] == 3 and numbers["n_orders_1"] == 6
     fids = [fidelity for fidelity, _ in result.random_half]
@@ -507,6 +521,10 @@ def test_the_page_glues_every_name_it_shows_and_shows_every_number(planted):
         if cell.cell_type == "code"
         for name in re.findall(r"(?:glue|verdict)\(\s*\"(\w+)\"", cell.source)
     }
+    code = "".join(cell.source for cell in cells if cell.cell_type == "code")
+    if "pr.exact_numbers(" in code:  # glued in a loop by the page's cell
+        t = torch.zeros(1, 1, 2)
+        in_cells |= set(pruning.exact_numbers(0, 0, t, t, t))
     numbers = set(page_numbers(result))
     verdicts = {name for name, *_ in page_verdicts(result)}
     assert shown - numbers - verdicts - in_cells == set()

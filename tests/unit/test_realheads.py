@@ -816,7 +816,7 @@ def test_the_page_finds_the_planted_claim_heads():
     # claim_head's "flies" in A: its target over its subject and B's "f"
     assert found["l0_lift"][0] == "more"  # each target above an even share
     assert found["rival_first_b"][0] == "more"
-    assert found["pattern_halves"] == ("all", "holds on both halves")
+    assert found["pattern_halves"] == ("all", "holds in both checks")
     assert found["before_halves"] == ("none", "on neither half")
     assert found["c2_forward"][0] is found["swap_holds"][0] is True
     assert found["same_head"] == (True, "the same head")  # one planted

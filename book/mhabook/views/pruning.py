@@ -111,11 +111,7 @@ def page_numbers(result):
         "num_all": r.num_layers * r.num_heads,
         "num_heads": r.num_heads,
         "last_layer": r.num_layers - 1,
-        # 1. one head removed two ways
-        "one_i": r.exact_head[1],
-        "one_difference": r.exact_difference,  # rounded up: a bound
-        "one_moved": r.exact_moved,
-        "one_scale": r.exact_scale,
+        # 1. one head removed two ways: glued by the page's own cell
         # 2. each head alone
         "top_layer": top,
         "top_drop": 1000 * r.layer_drop[top].item(),

@@ -17,6 +17,19 @@ def _array(values):
     return np.asarray(values, dtype=float)
 
 
+def source_pair_bars(claim2):
+    """`flies_bars` for claim 2's layer-0 head on the source's pair:
+    "flies" in A and in B, the three targets in bold."""
+    ax = flies_bars(
+        claim2.source_rows,  # (2, T)
+        claim2.source_tokens,
+        claim2.source_targets,
+        ['"flies" in A', '"flies" in B'],
+    )
+    ax.set_title(f"layer 0, head {claim2.layer0.head}, the source's pair")
+    return ax
+
+
 def flies_bars(rows, tokens, targets, names, ax=None):
     """Two bars per token: the weight each of two queries gives it.
 
@@ -188,7 +201,6 @@ def page_numbers(results):
         # claim 2 in layer 0: chosen on the even pairs, and on the odd
         "l0_head": l0.head,
         "n_odd": c2.n_confirm,
-        "n_half": max(c2.n_choose, c2.n_confirm),  # held out, either way
         **_estimate("l0_score", l0.score),
         **_estimate("l0_contrast_a", l0.contrast_a),
         **_estimate("l0_contrast_b", l0.contrast_b),
@@ -249,15 +261,15 @@ def between(rival):
     }
 
 
-# Head 8's two sentences, by how many halves of the pairs hold each
-# (`realheads.head8_counts`): "On held-out pairs, the source's pattern
-# ...", and '"flies" in A gives the word just before it more weight than
-# its target ...'
+# Head 8's two sentences, by how many of the two checks (chosen on the
+# even pairs, and on the odd; `realheads.head8_counts`) hold each: "On
+# held-out pairs, the source's pattern ...", and '"flies" in A gives the
+# word just before it more weight than its target ... of the pairs'
 PATTERN = {
-    "none": "holds on neither half",
-    "some": "holds on one half only: undecided",
-    "most": "holds on one half only: undecided",  # 1 of 2
-    "all": "holds on both halves",
+    "none": "fails both checks",
+    "some": "holds in one check, fails the other",
+    "most": "holds in one check, fails the other",  # 1 of 2
+    "all": "holds in both checks",
 }
 BEFORE = {"none": "on neither half", "some": "on one half"}
 BEFORE["all"] = "on both halves"
@@ -350,15 +362,6 @@ def page_verdicts(results):
             {
                 True: "a chosen head beats chance",
                 False: "no chosen head beats chance",
-            },
-        ),
-        (
-            "p_strict",  # a head at chance passes less than 5% of the time
-            "above",
-            (0.05, p.false_alarm),
-            {
-                True: "stricter than the nominal 5%",
-                False: "not stricter than the nominal 5%",
             },
         ),
         (
