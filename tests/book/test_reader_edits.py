@@ -107,6 +107,18 @@ EDITS = [
     Edit("one_head", "two words", (one_text('"time flies"'),), ONE_END),
     Edit(
         "one_head",
+        "embeddings a hundred times smaller",
+        (
+            change(
+                "inputs_embeds = token_emb(",
+                "token_emb(inputs.input_ids)",
+                "0.01 * token_emb(inputs.input_ids)",
+            ),
+        ),
+        ONE_END,
+    ),
+    Edit(
+        "one_head",
         "one word five times",
         (one_text('"la la la la la"'),),
         until=ONE_END,
@@ -531,6 +543,12 @@ EDITS = [
         (change(ALL_END, "causal_mask(5) &", "causal_mask(5) |"),),
         until=ALL_END,
         notes=True,
+    ),
+    Edit(
+        "all_heads",
+        "a padded sentence of 0 tokens",
+        (change("lengths = [5, 3]", "lengths = [5, 3]", "lengths = [5, 0]"),),
+        until=ALL_END,
     ),
     Edit(
         "all_heads",
