@@ -34,7 +34,13 @@ def check_split(embed_dim, num_heads):
             f"sizes are whole numbers: got {embed_dim!r} and {num_heads!r}; "
             f"use int(...)"
         )
-    if num_heads < 1 or embed_dim % num_heads:
+    if num_heads < 1 or embed_dim < 1:
+        raise ValueError(
+            f"hidden size {embed_dim} and {num_heads} heads: sizes count "
+            f"features and heads, so each is at least 1; use positive "
+            f"numbers, such as 768 and 12"
+        )
+    if embed_dim % num_heads:
         fits = [h for h in range(1, embed_dim + 1) if embed_dim % h == 0]
         below = [h for h in fits if h < num_heads][-1:]
         above = [h for h in fits if h > num_heads][:1]

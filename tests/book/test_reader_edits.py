@@ -541,8 +541,7 @@ EDITS = [
         "all_heads",
         "| in place of & in exercise 3",
         (change(ALL_END, "causal_mask(5) &", "causal_mask(5) |"),),
-        until=ALL_END,
-        notes=True,
+        until=ALL_END,  # the solution's glued answer becomes "No, ..."
     ),
     Edit(
         "all_heads",

@@ -153,3 +153,14 @@ def test_one_string_is_not_taken_for_a_list_of_sentences():
 
     with pytest.raises(TypeError, match=r"pass a list of sentences"):
         sentence_embeddings(None, None, "time flies like an arrow")
+
+
+def test_a_special_token_typed_into_the_sentence_is_refused(tokenizer):
+    with pytest.raises(ValueError, match=r"\[SEP\], a special token"):
+        check_sentence(tokenizer, "time flies like an arrow [SEP]")
+
+
+def test_two_roles_given_the_same_word_are_refused(tokenizer):
+    text = "time flies like an arrow"
+    with pytest.raises(ValueError, match="the same token twice"):
+        word_positions(tokenizer, text, ["time", "time"])

@@ -352,3 +352,8 @@ def test_the_page_verdicts_read_each_outcome_and_compare_the_stack():
         for name, (rule, args, phrases) in verdicts.items():
             decide(rule, args, phrases)  # its outcome has a phrase
             assert all(len(p.split()) < 8 for p in phrases.values()), name
+
+
+def test_kv_cache_bytes_refuses_a_negative_size_naming_it():
+    with pytest.raises(ValueError, match="'tokens': -5"):
+        sharing.kv_cache_bytes(1, 2, 64, -5, bytes_per_number=4)

@@ -96,6 +96,14 @@ def check_sentence(tokenizer, text, model=None, at_least=2, at_most=None):
             f'string, such as text = "time flies like an arrow"'
         )
     tokens = tokenizer.tokenize(text)
+    added = set(tokenizer.all_special_tokens) - {tokenizer.unk_token}
+    special = [t for t in tokens if t in added]  # [CLS], [SEP], [MASK]
+    if special:
+        raise ValueError(
+            f"{text!r} holds {special[0]}, a special token the tokenizer "
+            f"adds itself: type the words alone, such as "
+            f'"time flies like an arrow"'
+        )
     if len(tokens) < at_least:
         raise ValueError(
             f"{text!r} gives {len(tokens)} token(s) and this page needs at "
@@ -222,6 +230,11 @@ def word_positions(tokenizer, text, words):
                 f"so which one is meant is a guess: pick words that occur "
                 f"once in the sentence"
             )
+    if len(set(positions)) < len(positions):
+        raise ValueError(
+            f"{list(words)} name the same token twice: pick different "
+            f"words of {text!r}, one for each role"
+        )
     return positions
 
 

@@ -358,6 +358,14 @@ BERT_BASE = (12, 12, 12, 64)  # L, h, g, d_k: the width for the parameters
 
 def kv_cache_bytes(layers, kv_heads, head_dim, tokens, bytes_per_number=2):
     """2 L g d_k S b: keys and values of every layer for S tokens."""
+    sizes = dict(layers=layers, kv_heads=kv_heads, head_dim=head_dim)
+    sizes |= dict(tokens=tokens, bytes_per_number=bytes_per_number)
+    negative = {name: n for name, n in sizes.items() if n < 0}
+    if negative:
+        raise ValueError(
+            f"sizes count layers, heads, numbers, tokens and bytes, so none "
+            f"is below 0: got {negative}; use sizes of 0 or more"
+        )
     return 2 * layers * kv_heads * head_dim * tokens * bytes_per_number
 
 
