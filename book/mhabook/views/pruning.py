@@ -172,8 +172,8 @@ def page_numbers(result):
 
 
 TREND = {  # a correlation with importance, against its chance bar
-    "negative": "matter less",
-    "positive": "matter more",
+    "negative": "move the embeddings less",
+    "positive": "move the embeddings more",
     "near": "no trend shown (near the bar)",
     "neither": "no trend shown",
 }
@@ -251,8 +251,8 @@ def page_verdicts(result):
             "sign",
             (r.within["special"], r.chance_within),
             {
-                "negative": "tend to matter less",
-                "positive": "tend to matter more",
+                "negative": "tend to move the embeddings less",
+                "positive": "tend to move the embeddings more",
                 "neither": "show no trend beyond chance",
             },
         ),
