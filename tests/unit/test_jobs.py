@@ -332,6 +332,11 @@ def test_the_study_runs_on_a_random_bert_and_finds_no_job_there(tmp_path):
         claim.layer0.score.mean,
     )
     assert numbers["n_half"] == max(claim.n_choose, claim.n_confirm)
+    # the other check, chosen on the odd pairs: both are on the page
+    assert (numbers["swap_head"], numbers["swap_lift"]) == (
+        claim.layer0_swapped.head,
+        claim.layer0_swapped.score.mean,
+    )
 
 
 def test_on_pair_reads_the_jobs_own_row_and_refuses_a_head_of_no_job():

@@ -317,6 +317,11 @@ class RealHeads:
             "flies_lift": flies.score.mean,
             "flies_lift_low": flies.score.low,
             "flies_lift_high": flies.score.high,
+            # the other check: chosen on the odd pairs, scored on the even
+            "swap_head": self.swapped.head,
+            "swap_lift": self.swapped.score.mean,
+            "swap_lift_low": self.swapped.score.low,
+            "swap_lift_high": self.swapped.score.high,
             "n_half": (self.n_flies + 1) // 2,  # held-out pairs, at most
             "largest": self.largest_difference,
         }
