@@ -13,7 +13,8 @@ error that names the fix, because the layers call these checks:
 - `check_attention_mask` and `check_bool_mask`, masks that are bool and fit;
 - `check_targets`, the targets of a hand-built pointer head;
 - `check_weights`, the keys and shapes of weights copied into a layer;
-- `check_padding`, the lengths of a padding mask.
+- `check_padding` and `check_num_tokens`, the sizes of the masks;
+- `check_qkv`, queries, keys and values whose shapes fit together.
 """
 
 import functools
@@ -243,6 +244,43 @@ def check_weights(target, weights):
                 f"{key}: shape {tuple(value.shape)} does not fit "
                 f"{tuple(target[key].shape)}"
             )
+
+
+def check_num_tokens(num_tokens):
+    """Refuse a sequence length that is not a whole number 0 or more."""
+    if not _whole(num_tokens) or num_tokens < 0:
+        raise ValueError(
+            f"num_tokens is a sequence length, a whole number 0 or more; got "
+            f"{num_tokens!r}: pass the number of tokens, such as len(tokens)"
+        )
+
+
+def check_qkv(query, key, value):
+    """Refuse queries, keys and values whose shapes cannot be attended:
+    each (..., T, d_k), with query and key of one d_k and key and value of
+    one T."""
+    shapes = [tuple(getattr(x, "shape", ())) for x in (query, key, value)]
+    if not all(torch.is_tensor(x) for x in (query, key, value)):
+        raise TypeError(
+            "query, key and value are tensors, such as torch.randn(5, 64)"
+        )
+    if min(map(len, shapes)) < 2:
+        raise ValueError(
+            f"query, key and value have shapes {shapes}; each is "
+            f"(..., T, d_k), one row per token: add a token axis, x[None]"
+        )
+    (q, k, v) = shapes
+    if q[-1] != k[-1]:
+        raise ValueError(
+            f"query has d_k = {q[-1]} features, key has {k[-1]}: a query is "
+            f"compared with each key by a dot product, so give both the same "
+            f"last size"
+        )
+    if k[-2] != v[-2]:
+        raise ValueError(
+            f"key has {k[-2]} rows, value has {v[-2]}: each key comes with "
+            f"its value, so give them the same number of tokens"
+        )
 
 
 def check_padding(lengths, num_tokens):

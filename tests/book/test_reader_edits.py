@@ -78,7 +78,7 @@ ALL_INPUT = "loop = MultiHeadAttention(config)"
 LAB_1 = 'sentence = "the cat sat on the mat because it was tired"'
 ONE_END = "tied = AttentionHead("  # the last cell of one_head
 MANY_QKV = "def qkv_parameters(heads):"  # the last cell before training
-ALL_END = "both = causal_mask(5) & padding_mask(lengths, 5)"
+ALL_END = "both = causal_mask(longest) & padding_mask(lengths, longest)"
 LAB_1_END = 'glue("coref_weight"'
 
 DEFAULT = '"time flies like an arrow"'
@@ -435,13 +435,37 @@ EDITS = [
         refuses="pass the first 8 tokens",
     ),
     Edit(
-        "many_heads",
+        "heads_learn",
         "50 training steps",
         (change("runs = tr.heads_learn(", "steps=400", "steps=50"),),
         until="note_unless(runs.split[0]",
         notes=True,
     ),
+    Edit(
+        "many_heads",
+        "3 heads in the dropout example",
+        (
+            change(
+                "small = dict(hidden_size=8",
+                "num_attention_heads=2",
+                "num_attention_heads=3",
+            ),
+        ),
+        refuses="head count that divides 8",
+    ),
     # all_heads: the sizes, the input, the batched layer's steps, masks
+    Edit(
+        "all_heads",
+        "a wider view demo",
+        (
+            change(
+                "x = torch.arange(8)",
+                "torch.arange(8).view(1, 2, 4)",
+                "torch.arange(12).view(1, 2, 6)",
+            ),
+        ),
+        until="x = torch.arange(",
+    ),
     Edit(
         "all_heads",
         "one head",
@@ -540,7 +564,7 @@ EDITS = [
     Edit(
         "all_heads",
         "| in place of & in exercise 3",
-        (change(ALL_END, "causal_mask(5) &", "causal_mask(5) |"),),
+        (change(ALL_END, "causal_mask(longest) &", "causal_mask(longest) |"),),
         until=ALL_END,  # the solution's glued answer becomes "No, ..."
     ),
     Edit(

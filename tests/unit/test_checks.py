@@ -15,7 +15,9 @@ from mhabook.checks import (
     check_bool_mask,
     check_head,
     check_input,
+    check_num_tokens,
     check_padding,
+    check_qkv,
     check_split,
     check_targets,
     check_weights,
@@ -172,3 +174,24 @@ def test_padding_lengths_must_fit_the_tokens(lengths):
     check_padding([5, 0], 5)
     with pytest.raises(ValueError, match="[5, 3]|0 to 5"):
         check_padding(lengths, 5)
+
+
+@pytest.mark.parametrize(
+    "q, k, v, fix",
+    [
+        ((5, 64), (5, 32), (5, 32), "the same last size"),
+        ((5, 64), (5, 64), (4, 64), "the same number of tokens"),
+        ((64,), (64,), (64,), "add a token axis"),
+    ],
+)
+def test_queries_keys_and_values_that_do_not_fit_are_refused(q, k, v, fix):
+    with pytest.raises(ValueError, match=fix):
+        check_qkv(torch.randn(q), torch.randn(k), torch.randn(v))
+    check_qkv(torch.randn(2, 5, 64), torch.randn(2, 7, 64), torch.randn(7, 3))
+
+
+@pytest.mark.parametrize("num_tokens", [-1, 2.0, True])
+def test_a_mask_length_is_a_whole_number_0_or_more(num_tokens):
+    with pytest.raises(ValueError, match="len\\(tokens\\)"):
+        check_num_tokens(num_tokens)
+    check_num_tokens(0)

@@ -180,6 +180,10 @@ def test_the_figure_and_table_show_each_job():
     assert lean.does_job and lean.common and not found[0].common
     row = "| 1, 2 | yes; many heads lean to it | 0.90 |"
     assert row in gallery.table([lean]).data
+    # above both baselines, but short of the bar: the job done in part
+    part = dataclasses.replace(found[0], held_out=0.3, low=0.25, median=0.03)
+    assert part.beats_baselines and not part.does_job
+    assert "| 1, 2 | partly | 0.30 |" in gallery.table([part]).data
     detail = gallery.table(found, detail=True).data.splitlines()
     assert detail[2] == "| previous word | 1.000 | 1.000–1.000 | 0.56 |"
     assert detail[3].endswith("| 0.56 |")

@@ -1,6 +1,8 @@
 """The tiny two-job task of section 2, the model trained on it, and the
 record of several runs side by side."""
 
+import dataclasses
+
 import pytest
 import torch
 
@@ -198,3 +200,24 @@ def test_the_previous_token_floor_counts_position_0_as_a_guess():
     # 2 of 4 positions right for sure, the other 2 right 1 time in 4; over
     # positions 1 to 3 alone it would be 2/3 + 1/3 / 4 = 0.75
     assert previous_only_accuracy(partner, 4) == pytest.approx(0.625)
+
+
+def test_the_numbers_are_what_the_record_holds_rounded_as_the_text_reads():
+    runs = record(
+        after=[
+            [[0.9876, 0.14], [0.14, 0.9712]],  # head 0 previous, 1 matching
+            [[0.99, 0.16], [0.97, 0.16]],  # both heads on the previous token
+        ],
+        accuracy=[[1.0, 0.9987], [1.0, 0.38]],
+    )
+    runs = dataclasses.replace(runs, held_out=(torch.zeros(100, 8),))
+    numbers = runs.numbers(TinyConfig())
+    assert numbers["job_previous"] == 0 and numbers["job_matching"] == 1
+    assert numbers["specialist_min"] == 0.971  # "at least": rounded down
+    assert numbers["before_max"] == 0.13  # "no more than": rounded up
+    assert numbers["accuracy_floor"] == "99.8"  # 99.87% read "at least"
+    assert numbers["split_count"] == 1 and numbers["worst_seed"] == 1
+    assert numbers["worst_accuracy"] == pytest.approx(0.38)
+    assert numbers["two_match"] == pytest.approx((0.9987 + 0.38) / 2)
+    assert numbers["n_sequences"] == 100 and numbers["tiny_head_width"] == 16
+    assert runs.worst_margin == pytest.approx(2 * (0.38 * 0.62 / 100) ** 0.5)

@@ -138,6 +138,12 @@ class Job:
         baselines and closes at least `CLEAR` of the gap to 1."""
         return self.low > self.bar
 
+    @property
+    def beats_baselines(self):
+        """Held out, its whole interval lies above both baselines (a job
+        it does in part, when it misses `bar`)."""
+        return self.low > max(self.even, self.median)
+
 
 def nanmean0(values):
     """Mean over the first dimension, leaving out NaN rows."""

@@ -14,6 +14,7 @@ digits. At every position the model must answer two questions:
 
 import copy
 import dataclasses
+import math
 from dataclasses import dataclass
 
 import torch
@@ -252,6 +253,53 @@ class HeadsLearn:
     def worst(self):
         """The index of the run with the lowest matching accuracy."""
         return int(self.accuracy[:, 1].argmin())
+
+    @property
+    def worst_margin(self):
+        """Two standard errors of the worst run's matching accuracy,
+        counting each held-out sequence once (its questions are not
+        independent)."""
+        p, n = self.accuracy[self.worst, 1].item(), len(self.held_out[0])
+        return 2 * (p * (1 - p) / n) ** 0.5
+
+    def numbers(self, config):
+        """What "Watch heads learn" prints, by glue name: the first run's
+        jobs, the spread of all runs, the one-head comparison, and the
+        sizes of `config`. Bounds are rounded the way the text reads them
+        ("at least" down, "no more than" up)."""
+        two, one = self.accuracy.mean(0), self.one_head_accuracy.mean(0)
+        floor = math.floor(self.accuracy[0].min().item() * 1000) / 10
+        return {
+            "num_runs": len(self.seeds),
+            "first_seed": self.seeds[0],
+            "last_seed": self.seeds[-1],
+            "steps": self.steps,
+            "job_previous": self.job[0, 0].item(),
+            "job_matching": self.job[0, 1].item(),
+            "specialist_min": math.floor(
+                1000 * self.specialist[0].min().item()
+            )
+            / 1000,
+            "other_max": self.other[0].max().item(),
+            "before_max": math.ceil(100 * self.before[0].max().item()) / 100,
+            "chance": self.chance,
+            "accuracy_floor": f"{floor:.1f}".removesuffix(".0"),  # 99.8, 100
+            "split_count": self.split.sum().item(),
+            "worst_seed": self.seeds[self.worst],
+            "worst_accuracy": self.accuracy[self.worst, 1].item(),
+            "two_prev": two[0].item(),
+            "two_match": two[1].item(),
+            "one_prev": one[0].item(),
+            "one_match": one[1].item(),
+            "previous_floor": self.previous_floor,
+            "n_sequences": len(self.held_out[0]),
+            "tiny_tokens": config.num_tokens,
+            "tiny_even": 1 / config.num_tokens,
+            "tiny_heads": config.num_attention_heads,
+            "tiny_head_width": config.hidden_size
+            // config.num_attention_heads,
+            "tiny_digits": config.num_digits,
+        }
 
 
 def previous_only_accuracy(partner, num_digits):

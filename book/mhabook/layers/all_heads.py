@@ -11,7 +11,12 @@ import torch.nn.functional as F
 from torch import nn
 
 from mhabook import convert
-from mhabook.checks import check_bool_mask, check_padding, takes_config
+from mhabook.checks import (
+    check_bool_mask,
+    check_num_tokens,
+    check_padding,
+    takes_config,
+)
 
 # weight copying from book/mhabook/convert.py (batched_from_loop: below)
 copy_checked = convert.copy_checked
@@ -109,6 +114,7 @@ def batched_from_loop(loop):
 
 def causal_mask(num_tokens):
     """(T, T): token i may attend to tokens 0..i, never to the future."""
+    check_num_tokens(num_tokens)  # a whole number, 0 or more
     return torch.ones(num_tokens, num_tokens, dtype=torch.bool).tril()
 
 

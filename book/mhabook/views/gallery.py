@@ -70,7 +70,8 @@ def figure(attention, tokens, jobs, targets):
 
 def table(jobs, detail=False):
     """The gallery as a Markdown table, one row per job: whether the best
-    head does the job (the low end of its interval over `Job.bar`), then
+    head does the job (the low end of its interval over `Job.bar`; "partly"
+    when it is over both baselines only), then
     its held-out score beside the two baselines. detail=True gives the score's
     95% interval and the job's bar instead of the baselines."""
     header = ["job", "best head (layer, head)", "does the job?"]
@@ -88,7 +89,7 @@ def table(jobs, detail=False):
                 [name, f"{job.held_out:.3f}", interval, f"{job.bar:.2f}"]
             )
         else:
-            does = "no"
+            does = "partly" if job.beats_baselines else "no"
             if job.does_job:  # `Job.common`: the median head leans to it too
                 does = "yes; many heads lean to it" if job.common else "yes"
             rows.append(
