@@ -75,11 +75,12 @@ def uncached(cache, paths):
 
 
 def inputs_digest(folders):
-    """A hash of the code the notebooks import: each file's path and bytes."""
+    """A hash of the code and data the notebooks read: each file's path and
+    bytes."""
     digest = hashlib.sha256()
     for folder in folders:
         for path in sorted(Path(folder).rglob("*")):
-            if path.suffix in {".py", ".js", ".css"}:
+            if path.suffix in {".py", ".js", ".css", ".tsv", ".txt"}:
                 name = path.relative_to(folder).as_posix().encode()
                 digest.update(name + path.read_bytes())
     return digest.hexdigest()

@@ -181,15 +181,16 @@ def check_attention_mask(mask, scores):
     """Refuse a mask that is not bool, or that does not broadcast to the
     scores (..., T_q, T_k) it masks, with a ValueError that names the fix."""
     _mask_kind(mask)
+    scores = getattr(scores, "shape", scores)  # the scores, or their shape
     try:
-        fits = torch.broadcast_shapes(mask.shape, scores.shape) == scores.shape
+        fits = torch.broadcast_shapes(mask.shape, scores) == scores
     except RuntimeError:  # the shapes do not broadcast
         fits = False
     if not fits:
         raise ValueError(
             f"mask has shape {tuple(mask.shape)}, which does not fit the "
-            f"scores {tuple(scores.shape)}: pass a (T_q, T_k) = "
-            f"{tuple(scores.shape[-2:])} mask, or one with their leading axes"
+            f"scores {tuple(scores)}: pass a (T_q, T_k) = "
+            f"{tuple(scores[-2:])} mask, or one with their leading axes"
         )
 
 
@@ -255,15 +256,15 @@ def check_num_tokens(num_tokens):
         )
 
 
-def check_qkv(query, key, value):
+def check_qkv(query, key, value, mask=None):
     """Refuse queries, keys and values whose shapes cannot be attended:
     each (..., T, d_k), with query and key of one d_k and key and value of
-    one T."""
-    shapes = [tuple(getattr(x, "shape", ())) for x in (query, key, value)]
+    one T; and a mask that `check_attention_mask` refuses."""
     if not all(torch.is_tensor(x) for x in (query, key, value)):
         raise TypeError(
             "query, key and value are tensors, such as torch.randn(5, 64)"
         )
+    shapes = [tuple(x.shape) for x in (query, key, value)]
     if min(map(len, shapes)) < 2:
         raise ValueError(
             f"query, key and value have shapes {shapes}; each is "
@@ -281,6 +282,9 @@ def check_qkv(query, key, value):
             f"key has {k[-2]} rows, value has {v[-2]}: each key comes with "
             f"its value, so give them the same number of tokens"
         )
+    if mask is not None:  # the scores are (..., T_q, T_k)
+        batch = torch.broadcast_shapes(q[:-2], k[:-2])
+        check_attention_mask(mask, torch.Size((*batch, q[-2], k[-2])))
 
 
 def check_padding(lengths, num_tokens):

@@ -188,6 +188,12 @@ def test_queries_keys_and_values_that_do_not_fit_are_refused(q, k, v, fix):
     with pytest.raises(ValueError, match=fix):
         check_qkv(torch.randn(q), torch.randn(k), torch.randn(v))
     check_qkv(torch.randn(2, 5, 64), torch.randn(2, 7, 64), torch.randn(7, 3))
+    q, k = torch.randn(2, 5, 64), torch.randn(2, 7, 64)  # scores (2, 5, 7)
+    with pytest.raises(ValueError, match="\\(T_q, T_k\\) = \\(5, 7\\)"):
+        check_qkv(q, k, k, mask=torch.ones(7, 5, dtype=torch.bool))
+    with pytest.raises(ValueError, match="bool"):
+        check_qkv(q, k, k, mask=torch.ones(5, 7))
+    check_qkv(q, k, k, mask=torch.ones(5, 7, dtype=torch.bool))
 
 
 @pytest.mark.parametrize("num_tokens", [-1, 2.0, True])

@@ -140,3 +140,23 @@ def test_a_change_to_the_imported_code_runs_every_notebook_again(
     read = run_hook(tmp_path, cache_path, [], inputs=["lib"])
     assert read == ["one", "two"]
     assert cached(cache_path, one).cells[2].outputs[0].text == "5\n"
+
+
+def test_a_change_to_a_data_file_runs_every_notebook_again(
+    tmp_path, monkeypatch
+):
+    monkeypatch.setattr(execute_ahead.os, "cpu_count", lambda: 2)
+    (tmp_path / "data").mkdir()
+    table = tmp_path / "data" / "pairs.tsv"
+    table.write_text("a\tb\n")
+    one = notebook(tmp_path, "one", "print(open('data/pairs.tsv').read())")
+    notebook(tmp_path, "two", "print(2)")  # the hook runs two or more
+    cache_path = tmp_path / "cache"
+    run_hook(tmp_path, cache_path, ["one", "two"], inputs=["data"])
+    assert run_hook(tmp_path, cache_path, [], inputs=["data"]) == []
+    table.write_text("a\tb\nc\td\n")
+    assert run_hook(tmp_path, cache_path, [], inputs=["data"]) == [
+        "one",
+        "two",
+    ]
+    assert cached(cache_path, one).cells[0].outputs[0].text == "a\tb\nc\td\n\n"

@@ -735,7 +735,7 @@ def test_testing_results_on_a_random_bert_find_no_claim_2():
     )
     # pytest would collect `testing_results` as a test if it were imported
     results = realheads.testing_results(model, tokenizer, draws=50, sims=200)
-    assert results.n_flies == 16 and results.n_pronouns == 32
+    assert results.n_flies == 38 and results.n_pronouns == 32
     assert results.claim2.layer0.score.low < 1.02  # near an even share
     assert not all_above(results.claim2.layer0.pattern_margins, 0)
     assert results.claim2.upper.layer >= 1

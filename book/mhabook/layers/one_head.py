@@ -9,7 +9,7 @@ import math
 import torch
 from torch import nn
 
-from mhabook.checks import check_attention_mask, check_qkv
+from mhabook.checks import check_qkv
 
 
 def scaled_dot_product_attention(query, key, value, mask=None):
@@ -18,12 +18,11 @@ def scaled_dot_product_attention(query, key, value, mask=None):
     mask: bool, True where a query may attend. A query that may attend to
     nothing gets all-zero weights and a zero output (not NaN).
     """
-    check_qkv(query, key, value)  # (..., T, d_k), sizes that fit
+    check_qkv(query, key, value, mask)  # shapes that fit, a bool mask
     dim_k = query.size(-1)
     # (..., T_q, d_k) @ (..., d_k, T_k) -> (..., T_q, T_k)
     scores = query @ key.transpose(-2, -1) / math.sqrt(dim_k)
     if mask is not None:
-        check_attention_mask(mask, scores)  # bool, and fits the scores
         scores = scores.masked_fill(~mask, float("-inf"))
     weights = torch.softmax(scores, dim=-1).nan_to_num()  # no key: 0
     return weights @ value, weights

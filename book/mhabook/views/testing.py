@@ -267,8 +267,8 @@ def between(rival):
 # word just before it more weight than its target ... of the pairs'
 PATTERN = {
     "none": "fails both checks",
-    "some": "holds in one check, fails the other",
-    "most": "holds in one check, fails the other",  # 1 of 2
+    "some": "is unsettled: one check of two holds",
+    "most": "is unsettled: one check of two holds",  # 1 of 2
     "all": "holds in both checks",
 }
 BEFORE = {"none": "on neither half", "some": "on one half"}
