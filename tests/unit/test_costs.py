@@ -230,3 +230,5 @@ def test_results_refuse_what_they_cannot_measure():
     for repeats in (1, 4):
         with pytest.raises(ValueError, match="odd and at least 3"):
             costs.head_costs_results(WIDTH, HEADS, LENGTHS, repeats=repeats)
+    with pytest.raises(ValueError, match="a short and a long one"):
+        costs.head_costs_results(WIDTH, HEADS, LENGTHS[:1], repeats=3)

@@ -124,6 +124,12 @@ def test_an_order_that_is_no_permutation_is_refused(order):
         check_order(order, 3)
 
 
+@pytest.mark.parametrize("order", [torch.tensor([2.0, 0.0, 1.0]), [2.0, 0, 1]])
+def test_an_order_of_floats_is_refused_with_the_cast(order):
+    with pytest.raises(ValueError, match=r"order.long\(\)"):
+        check_order(order, 3)
+
+
 def test_a_note_is_printed_only_where_the_claim_fails(capsys):
     assert note_unless(1 < 2, "never shown") is None
     assert note_unless(2 < 1, "the text's example differs") is None

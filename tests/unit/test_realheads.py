@@ -817,7 +817,7 @@ def test_the_page_finds_the_planted_claim_heads():
     assert found["l0_lift"][0] == "more"  # each target above an even share
     assert found["rival_first_b"][0] == "more"
     assert found["pattern_halves"] == ("all", "holds in both checks")
-    assert found["before_halves"] == ("none", "on neither half")
+    assert found["before_halves"] == ("none", "in neither check")
     assert found["c2_forward"][0] is found["swap_holds"][0] is True
     assert found["same_head"] == (True, "the same head")  # one planted
     assert found["c2_upper"][0] == "same"  # layer 1 spreads evenly
@@ -834,7 +834,7 @@ def test_the_page_verdicts_flip_when_the_planted_heads_are_removed():
     assert found["pattern_halves"][0] == "none"
     assert found["c2_upper"][0] == "same"
     # layer 0 as strong as nothing: no test finds it
-    assert found["upper_enough"] == (False, "too seldom")
+    assert found["upper_enough"] == (False, "too seldom to decide")
 
 
 RULE_OUTCOMES = {

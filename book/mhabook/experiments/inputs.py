@@ -131,7 +131,13 @@ def check_sentence(tokenizer, text, model=None, at_least=2, at_most=None):
 def check_order(order, num_tokens):
     """Refuse an order that does not list each position 0 to T - 1 once
     (a ValueError that names the fix); return nothing."""
-    listed = sorted(torch.as_tensor(order).flatten().tolist())
+    order = torch.as_tensor(order)
+    if order.is_floating_point() or order.dtype == torch.bool:
+        raise ValueError(
+            f"order is {order.dtype}: it holds positions, whole numbers; use "
+            f"order.long(), or build it from torch.arange or torch.randperm"
+        )
+    listed = sorted(order.flatten().tolist())
     if listed != list(range(num_tokens)):
         raise ValueError(
             f"order {listed} does not list each token once: use an order "

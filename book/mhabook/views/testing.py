@@ -271,8 +271,8 @@ PATTERN = {
     "most": "is unsettled: one check of two holds",  # 1 of 2
     "all": "holds in both checks",
 }
-BEFORE = {"none": "on neither half", "some": "on one half"}
-BEFORE["all"] = "on both halves"
+BEFORE = {"none": "in neither check", "some": "in one check of two"}
+BEFORE["all"] = "in both checks"
 BEFORE["most"] = BEFORE["some"]  # 1 of 2
 
 
@@ -353,7 +353,10 @@ def page_verdicts(results):
             "upper_enough",
             "above",
             (c2.upper_power, 0.8),
-            {True: "often enough", False: "too seldom"},
+            {
+                True: "so a miss leans towards no",
+                False: "too seldom to decide",
+            },
         ),
         (
             "claim_coref",
