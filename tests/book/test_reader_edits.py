@@ -211,6 +211,19 @@ EDITS = [
     ),
     Edit(
         "one_head",
+        "an order of floats",
+        (
+            change(
+                "order = torch.arange(",
+                "torch.arange(len(tokens)).flip(0)",
+                "torch.tensor([4.0, 3.0, 2.0, 1.0, 0.0])",
+            ),
+        ),
+        until="order = torch.arange(",
+        refuses=r"order\.long\(\)",
+    ),
+    Edit(
+        "one_head",
         "random order",
         (
             change(
@@ -632,6 +645,18 @@ EDITS = [
             change(LAB_1, '"cat", "it"', '"dog", "it"'),
         ),
         until=LAB_1_END,
+    ),
+    Edit(
+        "labs",
+        "an empty second sentence in the live lab",
+        (
+            change(
+                'live_b = "',
+                'live_b = "it fell asleep on the mat"',
+                'live_b = ""',
+            ),
+        ),
+        refuses="at least 1",
     ),
     Edit(
         "labs",
