@@ -217,10 +217,10 @@ def check_targets(targets, strength):
                 f"target {target!r} is not a token position; use 0 to "
                 f"{num_tokens - 1} (whole numbers) or None"
             )
-    if not strength > 0:
+    if not 0 < strength < float("inf"):
         raise ValueError(
-            f"strength is {strength}; keep strength > 0, so that a query "
-            f"scores its target above the other keys"
+            f"strength is {strength}; keep 0 < strength < inf, so that a "
+            f"query scores its target above the other keys by a number"
         )
 
 
@@ -271,6 +271,11 @@ def check_qkv(query, key, value, mask=None):
             f"(..., T, d_k), one row per token: add a token axis, x[None]"
         )
     (q, k, v) = shapes
+    if min(q[-1], v[-1]) < 1:
+        raise ValueError(
+            f"query has {q[-1]} features and value {v[-1]}: a head needs "
+            f"d_k of at least 1; give each head one feature or more"
+        )
     if q[-1] != k[-1]:
         raise ValueError(
             f"query has d_k = {q[-1]} features, key has {k[-1]}: a query is "

@@ -62,6 +62,14 @@ class GroupedAttentionConfig:
 
 def group_size_for(num_heads, num_kv_heads):
     """Return h // g, or explain which numbers of key/value heads work."""
+    if not all(
+        hasattr(n, "__index__") and type(n) is not bool
+        for n in (num_heads, num_kv_heads)
+    ):
+        raise ValueError(
+            f"head counts are whole numbers: got {num_heads!r} and "
+            f"{num_kv_heads!r}; use int(...), such as 8 and 2"
+        )
     if num_kv_heads < 1 or num_heads % num_kv_heads:
         fits = [g for g in range(1, num_heads + 1) if num_heads % g == 0]
         raise ValueError(

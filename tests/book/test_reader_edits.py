@@ -432,7 +432,7 @@ EDITS = [
                 "pointer_head(targets, strength=0.0)",
             ),
         ),
-        refuses="keep strength > 0",
+        refuses="keep 0 < strength < inf",
     ),
     Edit(
         "many_heads",

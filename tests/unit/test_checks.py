@@ -135,7 +135,7 @@ def test_pointer_targets_are_positions_and_strength_is_positive():
     for wrong in ([1.5, 0], [0, 2], [-1, 0]):
         with pytest.raises(ValueError, match="use 0 to 1"):
             check_targets(wrong, 4.0)
-    with pytest.raises(ValueError, match="keep strength > 0"):
+    with pytest.raises(ValueError, match="keep 0 < strength < inf"):
         check_targets([1, 0], 0.0)
 
 
@@ -201,3 +201,10 @@ def test_a_mask_length_is_a_whole_number_0_or_more(num_tokens):
     with pytest.raises(ValueError, match="len\\(tokens\\)"):
         check_num_tokens(num_tokens)
     check_num_tokens(0)
+
+
+def test_a_head_of_no_features_and_an_endless_strength_are_refused():
+    with pytest.raises(ValueError, match="d_k of at least 1"):
+        check_qkv(torch.randn(3, 0), torch.randn(3, 0), torch.randn(3, 0))
+    with pytest.raises(ValueError, match="0 < strength < inf"):
+        check_targets([1, 0, 2], float("inf"))

@@ -8,6 +8,7 @@ import sys
 from types import SimpleNamespace
 
 import nbformat
+import pytest
 import yaml
 from jupyter_cache import get_cache
 from myst_nb.core.config import NbParserConfig
@@ -120,43 +121,46 @@ def test_the_notebooks_named_to_start_first_are_the_books():
     )
 
 
-def test_a_change_to_the_imported_code_runs_every_notebook_again(
-    tmp_path, monkeypatch
+# An input folder, the file the notebooks read from it, that file before
+# and after a change, the cells that read it, and what they print.
+CHANGES = {
+    "code": (
+        "lib",
+        "answer.py",
+        ("VALUE = 1\n", "VALUE = 5\n"),
+        ("import sys; sys.path.insert(0, 'lib')", "import answer"),
+        "print(answer.VALUE)",
+        ("1\n", "5\n"),
+    ),
+    "data": (
+        "data",
+        "pairs.tsv",
+        ("a\tb\n", "c\td\n"),
+        (),
+        "print(open('data/pairs.tsv').read(1))",
+        ("a\n", "c\n"),
+    ),
+}
+
+
+@pytest.mark.parametrize("kind", CHANGES)
+def test_a_change_to_an_input_runs_every_notebook_again(
+    tmp_path, monkeypatch, kind
 ):
     monkeypatch.setattr(execute_ahead.os, "cpu_count", lambda: 2)
-    (tmp_path / "lib").mkdir()
-    module = tmp_path / "lib" / "answer.py"
-    module.write_text("VALUE = 1\n")
-    sources = ("import sys; sys.path.insert(0, 'lib')", "import answer")
-    one = notebook(tmp_path, "one", *sources, "print(answer.VALUE)")
-    notebook(tmp_path, "two", *sources, "print(answer.VALUE + 1)")
+    folder, name, (before, after), setup, reads, prints = CHANGES[kind]
+    (tmp_path / folder).mkdir()
+    path = tmp_path / folder / name
+    path.write_text(before)
+    one = notebook(tmp_path, "one", *setup, reads)
+    notebook(tmp_path, "two", *setup, "print(2)")
     cache_path = tmp_path / "cache"
-    run_hook(tmp_path, cache_path, ["one", "two"], inputs=["lib"])
-    assert cached(cache_path, one).cells[2].outputs[0].text == "1\n"
+    run_hook(tmp_path, cache_path, ["one", "two"], inputs=[folder])
+    assert cached(cache_path, one).cells[-1].outputs[0].text == prints[0]
     # Unchanged: Sphinx reads nothing and the cache keeps what it has.
-    assert run_hook(tmp_path, cache_path, [], inputs=["lib"]) == []
+    assert run_hook(tmp_path, cache_path, [], inputs=[folder]) == []
     assert cached(cache_path, one) is not None
-    module.write_text("VALUE = 5\n")
-    read = run_hook(tmp_path, cache_path, [], inputs=["lib"])
+    path.write_text(after)
+    read = run_hook(tmp_path, cache_path, [], inputs=[folder])
     assert read == ["one", "two"]
-    assert cached(cache_path, one).cells[2].outputs[0].text == "5\n"
-
-
-def test_a_change_to_a_data_file_runs_every_notebook_again(
-    tmp_path, monkeypatch
-):
-    monkeypatch.setattr(execute_ahead.os, "cpu_count", lambda: 2)
-    (tmp_path / "data").mkdir()
-    table = tmp_path / "data" / "pairs.tsv"
-    table.write_text("a\tb\n")
-    one = notebook(tmp_path, "one", "print(open('data/pairs.tsv').read())")
-    notebook(tmp_path, "two", "print(2)")  # the hook runs two or more
-    cache_path = tmp_path / "cache"
-    run_hook(tmp_path, cache_path, ["one", "two"], inputs=["data"])
-    assert run_hook(tmp_path, cache_path, [], inputs=["data"]) == []
-    table.write_text("a\tb\nc\td\n")
-    assert run_hook(tmp_path, cache_path, [], inputs=["data"]) == [
-        "one",
-        "two",
-    ]
-    assert cached(cache_path, one).cells[0].outputs[0].text == "a\tb\nc\td\n\n"
+    assert cached(cache_path, one).cells[-1].outputs[0].text == prints[1]

@@ -87,6 +87,8 @@ def test_h_8_and_g_3_is_refused_with_what_to_change():
         ValueError, match=r"g = num_key_value_heads must divide"
     ):
         group_size_for(8, 3)
+    with pytest.raises(ValueError, match=r"use int\(\.\.\.\)"):
+        group_size_for(8, 2.0)
 
 
 def test_group_size_is_h_over_g():

@@ -19,6 +19,7 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 import huggingface_hub
+import torch
 from huggingface_hub import constants as hub_constants
 from huggingface_hub.utils import HFValidationError, validate_repo_id
 from transformers import AutoConfig, AutoModel, AutoTokenizer
@@ -256,6 +257,9 @@ def load_checkpoint(name=None):
             f"load: save them beside it with model.save_pretrained(folder) "
             f"({error})"
         ) from error
+    if model.dtype != torch.float32:  # the pages compute in float32
+        print(f"Note: {display} is stored as {model.dtype}; read as float32")
+        model = model.float()
     model.eval()
     config = model.config
     info = Checkpoint(
