@@ -588,6 +588,12 @@ EDITS = [
     ),
     Edit(
         "all_heads",
+        "a batch of one sentence",
+        (change("lengths = [5, 3]", "lengths = [5, 3]", "lengths = [2]"),),
+        until="pair = torch.randn(",
+    ),
+    Edit(
+        "all_heads",
         "mask not applied",
         (
             change(
