@@ -171,9 +171,16 @@ def _mask_kind(mask):
     """None for a bool tensor, else a ValueError naming `mask.bool()`."""
     if not torch.is_tensor(mask) or mask.dtype != torch.bool:
         kind = mask.dtype if torch.is_tensor(mask) else type(mask).__name__
+        fix = "mask.bool() turns a 0/1 mask into one"
+        if (
+            torch.is_tensor(mask)
+            and mask.is_floating_point()
+            and (mask < 0).any()
+        ):
+            fix = "an additive 0/-inf mask becomes one with mask == 0"
         raise ValueError(
             f"mask is {kind}; pass a bool tensor, True where a query may "
-            f"attend (mask.bool() turns a 0/1 mask into one)"
+            f"attend ({fix})"
         )
 
 

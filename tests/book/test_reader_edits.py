@@ -571,7 +571,7 @@ EDITS = [
         "causal mask flipped",
         (change("def causal_mask(", ".tril()", ".triu()"),),
         until="_, causal_weights = batched(",
-        refuses="causal_mask keeps the lower triangle",
+        refuses="keep causal_mask's lower triangle",
         at="_, causal_weights = batched(",
     ),
     Edit(

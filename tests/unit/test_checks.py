@@ -208,3 +208,12 @@ def test_a_head_of_no_features_and_an_endless_strength_are_refused():
         check_qkv(torch.randn(3, 0), torch.randn(3, 0), torch.randn(3, 0))
     with pytest.raises(ValueError, match="0 < strength < inf"):
         check_targets([1, 0, 2], float("inf"))
+
+
+def test_an_additive_mask_is_told_how_to_become_a_bool_one():
+    additive = torch.zeros(3, 3).masked_fill(
+        torch.ones(3, 3, dtype=torch.bool).triu(1), float("-inf")
+    )
+    q = torch.randn(3, 4)
+    with pytest.raises(ValueError, match="mask == 0"):
+        check_qkv(q, q, q, mask=additive)

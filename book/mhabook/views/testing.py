@@ -354,7 +354,7 @@ def page_verdicts(results):
             "above",
             (c2.upper_power, 0.8),
             {
-                True: "so a miss leans towards no",
+                True: "for an effect that size",
                 False: "too seldom to decide",
             },
         ),
