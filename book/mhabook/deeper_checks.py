@@ -14,6 +14,8 @@ working layer or a ValueError that names the fix:
 
 from dataclasses import dataclass
 
+from mhabook.checks import _whole  # a whole number, not a bool
+
 
 def check_heads(heads, num_heads):
     """Refuse head numbers outside 0 .. num_heads - 1, or one number
@@ -62,10 +64,7 @@ class GroupedAttentionConfig:
 
 def group_size_for(num_heads, num_kv_heads):
     """Return h // g, or explain which numbers of key/value heads work."""
-    if not all(
-        hasattr(n, "__index__") and type(n) is not bool
-        for n in (num_heads, num_kv_heads)
-    ):
+    if not (_whole(num_heads) and _whole(num_kv_heads)):
         raise ValueError(
             f"head counts are whole numbers: got {num_heads!r} and "
             f"{num_kv_heads!r}; use int(...), such as 8 and 2"

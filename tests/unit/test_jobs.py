@@ -318,6 +318,11 @@ def test_the_study_runs_on_a_random_bert_and_finds_no_job_there(tmp_path):
     assert study.source_rows.shape == (2, T)
     assert len(study.source_targets) == 3
     assert len(study.source_top) == len(study.source_top_sides) == 2
+    at = study.source_top_at[0]  # the word "flies" in A weights most
+    assert (
+        numbers["flies_top"] == study.source_tokens[at] == study.source_top[0]
+    )
+    assert numbers["flies_top_weight"] == study.source_rows[0, at].item()
     assert numbers["n_flies"] == len(rh.load_table(rh.SETS["flies"]))
     assert numbers["flies_head"] == flies.head
     assert numbers["clear_share"] == jobs.CLEAR

@@ -253,6 +253,7 @@ class RealHeads:
     source_targets: list
     source_top: list
     source_top_sides: list
+    source_top_at: list
     largest_difference: float  # the chapter's layers against the model's
 
     @property
@@ -329,6 +330,11 @@ class RealHeads:
             "swap_lift_low": self.swapped.score.low,
             "swap_lift_high": self.swapped.score.high,
             "n_half": (self.n_flies + 1) // 2,  # held-out pairs, at most
+            # on the source's pair, the word "flies" in A weights most
+            "flies_top": self.source_top[0],
+            "flies_top_weight": self.source_rows[
+                0, self.source_top_at[0]
+            ].item(),
             "largest": self.largest_difference,
         }
 
@@ -394,5 +400,6 @@ def real_heads_results(model, tokenizer, text_a, text_b):
         source_targets=claim.source_targets,
         source_top=claim.source_top,
         source_top_sides=claim.source_top_sides,
+        source_top_at=claim.source_top_at,
         largest_difference=chapter_difference(model, hidden_states, attention),
     )

@@ -997,6 +997,7 @@ class ClaimTwo:
     source_targets: list  # positions of the pair's three targets
     source_top: list  # the two words "flies" in A weights most
     source_top_sides: list  # the sentence of each, "A" or "B"
+    source_top_at: list  # and their positions in `source_tokens`
     n_choose: int
     n_confirm: int
     source_flies: tuple  # positions of "flies" in A and in B
@@ -1053,6 +1054,7 @@ def claim_two(flies, seed=0):
         source_targets=list(source["targets"]),
         source_top=[source["tokens"][i] for i in top],
         source_top_sides=["AB"[int(source["segments"][i])] for i in top],
+        source_top_at=top,
         source_flies=tuple(int(i) for i in source["flies"]),
         n_choose=len(flies[0::2]),
         n_confirm=n_confirm,

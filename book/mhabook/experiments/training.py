@@ -263,7 +263,7 @@ class HeadsLearn:
         return 2 * (p * (1 - p) / n) ** 0.5
 
     def numbers(self, config):
-        """What "Watch heads learn" prints, by glue name: the first run's
+        """What the page heads_learn states, by glue name: the first run's
         jobs, the spread of all runs, the one-head comparison, and the
         sizes of `config`. Bounds are rounded the way the text reads them
         ("at least" down, "no more than" up)."""
