@@ -346,6 +346,28 @@ def test_the_study_runs_on_a_random_bert_and_finds_no_job_there(tmp_path):
         claim.layer0_swapped.head,
         claim.layer0_swapped.score.mean,
     )
+    # the page's verdicts: each decided, each outcome of its rule phrased
+    from mhabook.experiments.verdicts import decide
+
+    verdicts = gallery.page_verdicts(study, first)
+    names = [name for name, *_ in verdicts]
+    assert names == [
+        "jobs_done",
+        "first_look",
+        "sink_side",
+        "before_halves",
+        "flies_top_side",
+    ]
+    for name, rule, args, phrases in verdicts:
+        decide(rule, args, phrases)
+        if rule == "above":
+            assert set(phrases) == {True, False}, name
+        else:
+            assert set(phrases) == {"none", "some", "most", "all"}, name
+    sink = {name: args for name, _, args, _ in verdicts}["sink_side"]
+    assert sink == (numbers["cls_median"], numbers["sep_median"])
+    assert study.jobs_done == 0  # so the page says "none has"
+    assert decide(*verdicts[0][1:])[1] == "none has"
 
 
 def test_on_pair_reads_the_jobs_own_row_and_refuses_a_head_of_no_job():

@@ -336,6 +336,10 @@ class RealHeads:
                 0, self.source_top_at[0]
             ].item(),
             "largest": self.largest_difference,
+            # the median head's share on each, where heads park attention
+            "cls_median": self.job("[CLS]").median,
+            "sep_median": self.job("[SEP]").median,
+            "flies_layer": flies.layer,
         }
 
 

@@ -133,3 +133,27 @@ def picture_table(flies, swapped, rival=True):
             + [wins[t.target_wins] for t in (flies, swapped)]
         )
     return markdown_table(header, rows)
+
+
+SIDES = {True: "in sentence B", False: "in sentence A"}
+
+
+def page_verdicts(study, first):
+    """[(name, rule, args, phrases), ...]: each verdict real_heads glues,
+    for `study` (a `RealHeads`) with the head view opened on `first`."""
+    from .testing import BEFORE  # the phrases testing_heads uses too
+
+    done = study.jobs_done
+    count = f"{done} {'has' if done == 1 else 'have'}"
+    have = {"none": "none has", "some": count, "most": count}
+    have["all"] = "each has"
+    look = {True: "mostly to that target", False: "mostly elsewhere"}
+    sink = (study.job("[CLS]").median, study.job("[SEP]").median)
+    in_b = int(study.source_top_sides[0] == "B")  # A's "flies", top word
+    return [
+        ("jobs_done", "how_many", (done, len(study.word_jobs)), have),
+        ("first_look", "above", (study.on_pair(first), 0.5), look),
+        ("sink_side", "above", sink, {True: "[CLS]", False: "[SEP]"}),
+        ("before_halves", "how_many", (study.head8_counts[1], 2), BEFORE),
+        ("flies_top_side", "above", (in_b, 0), SIDES),
+    ]
