@@ -170,6 +170,7 @@ def test_page_verdicts_judge_ratios_as_printed_and_differences_by_sign():
         "batched_long": "not measurably faster or slower than",
         "products_short": "slower than",
         "softmax_most": "slower than",
+        "fused_short": "not measurably faster or slower than",
         "fused_long": "not measurably faster or slower than",  # prints 1.00
         "gap_short": "is above zero",
         "rest_sign": "is below zero",

@@ -236,7 +236,7 @@ def test_the_picture_table_says_yes_no_or_cannot_tell_for_each_choice():
     assert "head 3, chosen on the even pairs" in rows[0]
     assert "head 5, chosen on the odd pairs" in rows[0]
     assert rows[2] == (
-        "| the source's pattern: score (95% interval), bar 1 "
+        "| each target above an even share: score (95% interval), bar 1 "
         "| yes: 1.20 (1.10 to 1.30) | no: 1.00 (0.90 to 1.10) |"
     )
     assert rows[3].endswith("| yes | no: the word before wins |")

@@ -120,7 +120,7 @@ def picture_table(flies, swapped, rival=True):
         f"head {swapped.head}, chosen on the odd pairs",
     ]
     rows = [
-        ["the source's pattern: score (95% interval), bar 1"]
+        ["each target above an even share: score (95% interval), bar 1"]
         + [
             f"{pattern[t.pattern_holds]}: {t.score.mean:.2f} "
             f"({t.score.low:.2f} to {t.score.high:.2f})"

@@ -230,6 +230,7 @@ def page_verdicts(r):
         ("batched_long", r.batched_loop[long]),
         ("products_short", a.products_ratio),
         ("softmax_most", r.softmax_heads),
+        ("fused_short", r.fused_batched[short]),
         ("fused_long", r.fused_batched[long]),
     ]
     return [
