@@ -278,6 +278,12 @@ def check_qkv(query, key, value, mask=None):
             f"(..., T, d_k), one row per token: add a token axis, x[None]"
         )
     (q, k, v) = shapes
+    dtypes = [x.dtype for x in (query, key, value)]
+    if len(set(dtypes)) > 1:
+        raise TypeError(
+            f"query, key and value are {', '.join(map(str, dtypes))}: give "
+            f"all three one dtype, for example with .float() on each"
+        )
     if min(q[-1], v[-1]) < 1:
         raise ValueError(
             f"query has {q[-1]} features and value {v[-1]}: a head needs "

@@ -194,6 +194,8 @@ def test_queries_keys_and_values_that_do_not_fit_are_refused(q, k, v, fix):
     with pytest.raises(ValueError, match="bool"):
         check_qkv(q, k, k, mask=torch.ones(5, 7))
     check_qkv(q, k, k, mask=torch.ones(5, 7, dtype=torch.bool))
+    with pytest.raises(TypeError, match="give all three one dtype"):
+        check_qkv(q.double(), k, k)
 
 
 @pytest.mark.parametrize("num_tokens", [-1, 2.0, True])

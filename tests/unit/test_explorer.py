@@ -181,3 +181,9 @@ def test_the_panel_opens_on_a_layer_in_range():
     model = SimpleNamespace(config=BertConfig(num_hidden_layers=3))
     panel = heads_panel(None, model, "time flies", layer=2)
     assert panel.children[1].value == 2 and panel.children[1].max == 2
+
+
+def test_pronoun_heads_refuses_the_sentence_as_a_string():
+    sentence = " ".join(TOKENS)
+    with pytest.raises(TypeError, match=r"\.split\(\)"):
+        pronoun_heads(sentence, "cat", "it", ("sat", "was"))

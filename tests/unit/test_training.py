@@ -62,6 +62,12 @@ def test_one_head_is_refused_with_what_to_set():
         heads_learn(TinyConfig(num_attention_heads=1), seeds=[0], steps=1)
 
 
+@pytest.mark.parametrize("steps", [0, 2.5])
+def test_no_steps_or_a_fraction_of_one_is_refused(steps):
+    with pytest.raises(ValueError, match="whole number of steps of 1"):
+        heads_learn(TinyConfig(), seeds=[0], steps=steps)
+
+
 def test_job_scores_find_a_head_built_for_each_job():
     config = TinyConfig()
     _, _, partner, _ = batch(config)

@@ -819,3 +819,14 @@ def heads_needed_results(
         top_special=shares["special"][top].mean().item(),
         rest_special=shares["special"][others].mean().item(),
     )
+
+
+def parameters_per_head(model):
+    """The parameters one head of a BERT `model` owns, counted from its
+    first layer's modules (every layer is alike): its rows of the query,
+    key and value maps with their biases, and its d_k columns of W^O."""
+    block = model.encoder.layer[0].attention
+    qkv = (block.self.query, block.self.key, block.self.value)
+    own = sum(p.numel() for m in qkv for p in m.parameters())
+    own += block.output.dense.weight.numel()  # W^O, its bias shared
+    return own // model.config.num_attention_heads

@@ -327,6 +327,12 @@ def heads_learn(config, seeds=range(12), steps=400, held_out_size=1024):
             f"or more (one head doing both jobs is the page's first figure)"
         )
     seeds = list(seeds)
+    if not seeds or not isinstance(steps, int) or steps < 1:
+        raise ValueError(
+            f"heads_learn trains from each seed for `steps` steps: give it "
+            f"at least one seed and a whole number of steps of 1 or more "
+            f"(the page uses 400); got seeds={seeds}, steps={steps!r}"
+        )
     untrained, trained, _ = train_runs(config, seeds, steps)
     one = dataclasses.replace(config, num_attention_heads=1)
     _, one_head, _ = train_runs(one, seeds, steps)

@@ -16,6 +16,11 @@ def pronoun_heads(tokens, subject, pronoun, verbs, strength=4.0):
     token spreads its attention evenly. A pronoun that occurs twice is
     refused.
     """
+    if isinstance(tokens, str):
+        raise TypeError(
+            f"pronoun_heads takes the sentence's words, a list, not the "
+            f"sentence itself: pass {tokens!r}.split()"
+        )
     tokens = list(tokens)
     if isinstance(verbs, str):  # one verb
         verbs = (verbs,)
