@@ -279,6 +279,11 @@ def check_qkv(query, key, value, mask=None):
         )
     (q, k, v) = shapes
     dtypes = [x.dtype for x in (query, key, value)]
+    if not all(x.is_floating_point() for x in (query, key, value)):
+        raise TypeError(
+            f"query, key and value are {', '.join(map(str, dtypes))}: "
+            f"attention needs floats; call .float() on each"
+        )
     if len(set(dtypes)) > 1:
         raise TypeError(
             f"query, key and value are {', '.join(map(str, dtypes))}: give "

@@ -65,6 +65,12 @@ def batched_from_bert(bert_attention):
     """The batched layer holding a Hugging Face BertAttention's weights
     (its four projections; not its LayerNorm)."""
     AttentionConfig, BatchedMultiHeadAttention = _batched_layer()
+    if not hasattr(bert_attention, "self"):
+        raise TypeError(
+            f"batched_from_bert takes a BertAttention, got "
+            f"{type(bert_attention).__name__}: pass a layer's .attention, "
+            f"such as model.encoder.layer[0].attention"
+        )
     attn, dense = bert_attention.self, bert_attention.output.dense
     parts = (attn.query, attn.key, attn.value)
     config = AttentionConfig(dense.in_features, attn.num_attention_heads)

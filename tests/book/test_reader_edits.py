@@ -448,6 +448,30 @@ EDITS = [
         refuses="pass the first 8 tokens",
     ),
     Edit(
+        "real_heads",
+        "a layer the model lacks in the query-key figure",
+        (
+            change(
+                "query_key_figure(q, K[top]",
+                "layer, head = study.flies.layer, study.flies.head",
+                "layer, head = 6, study.flies.head",
+            ),
+        ),
+        refuses="its layers are numbered 0 to",
+    ),
+    Edit(
+        "all_heads",
+        "padding lengths as a tensor",
+        (
+            change(
+                "lengths = [5, 3]",
+                "lengths = [5, 3]",
+                "lengths = torch.tensor([5, 3])",
+            ),
+        ),
+        until="pair = torch.randn(",
+    ),
+    Edit(
         "heads_learn",
         "no training steps",
         (change("runs = tr.heads_learn(", "steps=400", "steps=0"),),

@@ -55,6 +55,9 @@ def test_the_environment_variable_names_the_checkpoint(
 ):
     monkeypatch.setenv(checkpoint.ENV_VAR, str(tiny_model))
     assert resolve()[0] == str(tiny_model)
+    monkeypatch.setenv(checkpoint.ENV_VAR, f" {tiny_model} ")  # a stray space
+    assert resolve()[0] == str(tiny_model)
+    monkeypatch.setenv(checkpoint.ENV_VAR, str(tiny_model))
     _, _, info = load_checkpoint()
     assert info.name == tiny_model.name and not info.is_bundled
     assert not info.is_bert_base

@@ -196,6 +196,8 @@ def test_queries_keys_and_values_that_do_not_fit_are_refused(q, k, v, fix):
     check_qkv(q, k, k, mask=torch.ones(5, 7, dtype=torch.bool))
     with pytest.raises(TypeError, match="give all three one dtype"):
         check_qkv(q.double(), k, k)
+    with pytest.raises(TypeError, match="attention needs floats"):
+        check_qkv(q.long(), k.long(), k.long())
 
 
 @pytest.mark.parametrize("num_tokens", [-1, 2.0, True])

@@ -106,3 +106,9 @@ def test_copy_checked_copies_nothing_when_a_shape_is_wrong():
     with pytest.raises(ValueError, match=r"weight: shape \(2, 5\)"):
         copy_checked(layer, {"weight": torch.zeros(2, 5), "bias": layer.bias})
     assert_same(state(layer), before)
+
+
+def test_a_whole_bert_layer_is_refused_with_its_attention_named():
+    layer = tiny_bert().encoder.layer[0]
+    with pytest.raises(TypeError, match=r"pass a layer's \.attention"):
+        batched_from_bert(layer)

@@ -93,3 +93,9 @@ def test_the_encoder_block_figure_matches_bert():
         "feed-forward",
     ):
         assert said in labels
+
+
+@pytest.mark.parametrize("run", [3, -1])
+def test_a_run_that_was_not_trained_is_refused(runs, run):
+    with pytest.raises(ValueError, match="pick 0 to 2"):
+        first_pages.heads_learned(runs, TinyConfig(), run=run)

@@ -382,3 +382,11 @@ def test_on_pair_reads_the_jobs_own_row_and_refuses_a_head_of_no_job():
     mine = dataclasses.replace(job, name="mine")
     with pytest.raises(ValueError, match="not one of study.jobs.*next word"):
         jobs.RealHeads.on_pair(study, mine)
+
+
+def test_a_job_that_returns_positions_instead_of_a_grid_is_refused():
+    def targets_only(example):  # (T,) positions: not a (T, T) grid
+        return torch.arange(len(example["tokens"]))
+
+    with pytest.raises(ValueError, match=r"returns a \(8, 8\) bool tensor"):
+        jobs.job_shares([example()], targets_only)

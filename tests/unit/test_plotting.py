@@ -316,3 +316,9 @@ def test_flies_bars_draws_both_rows_and_wants_a_name_for_each():
     plt.close("all")
     with pytest.raises(ValueError, match="two names"):
         flies_bars(rows, tokens, [1], ["A"])
+
+
+def test_heatmaps_refuse_a_title_count_that_does_not_match():
+    maps = [torch.eye(3), torch.eye(3)]
+    with pytest.raises(ValueError, match="one title per map"):
+        attention_heatmaps(maps, ["a", "b", "c"], ["only one"])

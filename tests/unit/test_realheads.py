@@ -1036,3 +1036,16 @@ def test_the_recipes_example_reads_flies_in_a_on_the_source_pair():
     tokens = planted_flies({})[0]["tokens"]
     assert numbers["ex_before_word"] == tokens[1]  # "flies" in A is at 2
     assert numbers["ex_target"] == tokens[4]
+
+
+def test_a_layer_the_model_lacks_and_a_sentence_that_is_not_text():
+    model = tiny_bert()
+    num_layers = len(model.encoder.layer)
+    assert (
+        realheads.attention_block(model, 0) is model.encoder.layer[0].attention
+    )
+    for layer in (num_layers, -1, 1.0, True):
+        with pytest.raises(ValueError, match=f"0 to {num_layers - 1}"):
+            realheads.attention_block(model, layer)
+    with pytest.raises(TypeError, match="give each sentence as a string"):
+        realheads.run_example(model, tiny_tokenizer(), "time flies", 3)

@@ -136,7 +136,7 @@ def resolve(name=None):
     """Return (path_or_name, display name, source) without loading weights."""
     name = name or os.environ.get(ENV_VAR)
     if name:
-        name = str(name)
+        name = str(name).strip()  # a stray space from a shell or a copy
         folder = find_folder(name)
         if folder and Path(folder).resolve() == Path(bundled_path()).resolve():
             return (

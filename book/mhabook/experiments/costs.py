@@ -344,7 +344,8 @@ def head_costs_results(
         raise ValueError(
             f"need two head counts or more, and two lengths of 1 token or "
             f"more, a short and a long one (the page compares them); got "
-            f"{head_counts} and {lengths}: use lengths such as (13, 256)"
+            f"{head_counts} and {lengths}: use head counts such as "
+            f"(1, 4, 12) and lengths such as (13, 256)"
         )
     if repeats < 3 or repeats % 2 == 0:
         raise ValueError(

@@ -91,6 +91,14 @@ def job_shares(examples, job):
     scores, even = [], []
     for ex in examples:
         targets = job(ex)  # (T, T)
+        T = len(ex["tokens"])
+        if not torch.is_tensor(targets) or targets.shape != (T, T):
+            shape = getattr(targets, "shape", type(targets).__name__)
+            raise ValueError(
+                f"a job returns a ({T}, {T}) bool tensor, True where query i "
+                f"looks at token j; {getattr(job, '__name__', 'the job')} "
+                f"returned {shape}: mark targets in a (T, T) grid"
+            )
         counted = targets.any(-1)  # (T,): query words with a target
         T = targets.shape[-1]
         if not counted.any():

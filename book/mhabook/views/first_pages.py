@@ -19,6 +19,11 @@ def _maps(model, ids):
 def heads_learned(runs, config, run=0):
     """One run's heads on the first held-out sequence: before training
     (top row) and after (bottom row), one column per head."""
+    if not 0 <= run < len(runs.seeds):
+        raise ValueError(
+            f"run {run!r} is not one of the {len(runs.seeds)} runs: pick 0 "
+            f"to {len(runs.seeds) - 1}"
+        )
     ids = runs.held_out[0][0]
     maps = [_maps(m[run], ids) for m in (runs.untrained, runs.trained)]
     titles = [

@@ -131,6 +131,11 @@ def attention_heatmap(weights, tokens, ax=None, title=None, annotate=True):
 
 def attention_heatmaps(maps, tokens, titles):
     """Several attention maps, one above the other; returns the Figure."""
+    if len(maps) != len(titles):
+        raise ValueError(
+            f"{len(maps)} maps and {len(titles)} titles: give one title per "
+            f"map"
+        )
     fig, axes = plt.subplots(
         len(maps), 1, figsize=(4.2, 3.5 * len(maps)), layout="constrained"
     )
