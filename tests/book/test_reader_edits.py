@@ -478,18 +478,6 @@ EDITS = [
         refuses="a whole number of steps of 1 or more",
     ),
     Edit(
-        "sharing_kv",
-        "a negative number of key/value heads",
-        (
-            change(
-                "kv_head_of = torch.arange(g)",
-                "h, g = 8, 2",
-                "h, g = 8, -2",
-            ),
-        ),
-        refuses=r"Use one of \[1, 2, 4, 8\]",
-    ),
-    Edit(
         "heads_learn",
         "50 training steps",
         (change("runs = tr.heads_learn(", "steps=400", "steps=50"),),

@@ -89,6 +89,8 @@ def test_h_8_and_g_3_is_refused_with_what_to_change():
         group_size_for(8, 3)
     with pytest.raises(ValueError, match=r"use int\(\.\.\.\)"):
         group_size_for(8, 2.0)
+    with pytest.raises(ValueError, match=r"Use one of \[1, 2, 4, 8\]"):
+        group_size_for(8, -2)  # a negative g, refused before any arange
 
 
 def test_group_size_is_h_over_g():
