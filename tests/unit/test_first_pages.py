@@ -95,7 +95,7 @@ def test_the_encoder_block_figure_matches_bert():
         assert said in labels
 
 
-@pytest.mark.parametrize("run", [3, -1])
+@pytest.mark.parametrize("run", [3, -1, 1.0])
 def test_a_run_that_was_not_trained_is_refused(runs, run):
     with pytest.raises(ValueError, match="pick 0 to 2"):
         first_pages.heads_learned(runs, TinyConfig(), run=run)

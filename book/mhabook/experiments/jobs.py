@@ -100,7 +100,6 @@ def job_shares(examples, job):
                 f"returned {shape}: mark targets in a (T, T) grid"
             )
         counted = targets.any(-1)  # (T,): query words with a target
-        T = targets.shape[-1]
         if not counted.any():
             L, h = ex["attention"].shape[:2]
             scores.append(torch.full((L, h), float("nan")))

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 import torch
 
+from ..checks import _whole  # a whole number, not a bool
 from .embedding import DATA, load_lines
 
 
@@ -147,8 +148,7 @@ def attention_block(model, layer):
     """`model.encoder.layer[layer].attention`, or a ValueError that names
     the layers the model has."""
     num_layers = len(model.encoder.layer)
-    whole = isinstance(layer, int) and not isinstance(layer, bool)
-    if not whole or not 0 <= layer < num_layers:
+    if not _whole(layer) or not 0 <= layer < num_layers:
         raise ValueError(
             f"layer {layer!r} is not in this model: its layers are numbered "
             f"0 to {num_layers - 1}; choose one of those"
@@ -158,14 +158,11 @@ def attention_block(model, layer):
 
 def run_example(model, tokenizer, text, pair=None):
     """`run_examples` for one sentence (or pair)."""
-    for name, value in (("text", text), ("pair", pair)):
-        if not isinstance(value, str) and (
-            name == "text" or value is not None
-        ):
-            raise TypeError(
-                f"{name} is {value!r}: give each sentence as a string, such "
-                f'as "time flies like an arrow"'
-            )
+    if not isinstance(text, str) or not isinstance(pair, (str, type(None))):
+        raise TypeError(
+            f"got {text!r} and {pair!r}: give each sentence as a string, "
+            f'such as "time flies like an arrow"'
+        )
     pairs = None if pair is None else [pair]
     return run_examples(model, tokenizer, [text], pairs)[0]
 

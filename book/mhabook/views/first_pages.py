@@ -6,6 +6,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
+from ..checks import _whole  # a whole number, not a bool
 from ..experiments.training import JOBS, token_names
 from .plotting import attention_grid
 
@@ -19,7 +20,7 @@ def _maps(model, ids):
 def heads_learned(runs, config, run=0):
     """One run's heads on the first held-out sequence: before training
     (top row) and after (bottom row), one column per head."""
-    if not 0 <= run < len(runs.seeds):
+    if not _whole(run) or not 0 <= run < len(runs.seeds):
         raise ValueError(
             f"run {run!r} is not one of the {len(runs.seeds)} runs: pick 0 "
             f"to {len(runs.seeds) - 1}"

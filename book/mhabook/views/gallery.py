@@ -6,6 +6,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from .sharing import markdown_table
+from .testing import BEFORE  # the phrases testing_heads uses too
 
 
 def _grid(n, columns, top, per_row):
@@ -141,8 +142,6 @@ SIDES = {True: "in sentence B", False: "in sentence A"}
 def page_verdicts(study, first):
     """[(name, rule, args, phrases), ...]: each verdict real_heads glues,
     for `study` (a `RealHeads`) with the head view opened on `first`."""
-    from .testing import BEFORE  # the phrases testing_heads uses too
-
     done = study.jobs_done
     count = f"{done} {'has' if done == 1 else 'have'}"
     have = {"none": "none has", "some": count, "most": count}
