@@ -79,10 +79,11 @@ def group_size_for(num_heads, num_kv_heads):
     return num_heads // num_kv_heads
 
 
-def check_fits(cache_shape, stored, K, V):
-    """Refuse keys and values that do not fit a cache of cache_shape
-    holding `stored` tokens, with an error that says what would fit."""
-    B, g, room, d_k = cache_shape
+def check_fits(cache, stored, K, V):
+    """Refuse keys and values that do not fit `cache`, a KVCache's keys
+    (B, g, max_tokens, d_k) holding `stored` tokens, with an error that
+    says what would fit."""
+    B, g, room, d_k = cache.shape
     end = stored + K.shape[2]
     if V.shape != K.shape:
         raise ValueError(
@@ -95,6 +96,11 @@ def check_fits(cache_shape, stored, K, V):
             f"fit a cache of (B, g, max_tokens, d_k) = {(B, g, room, d_k)}: "
             f"make it KVCache({K.shape[0]}, {K.shape[1]}, max_tokens, "
             f"{K.shape[-1]}), the layer's B, g and d_k"
+        )
+    if K.dtype != cache.dtype:
+        raise TypeError(
+            f"the keys are {K.dtype} but the cache holds {cache.dtype}: "
+            f"make it KVCache(..., dtype={K.dtype}), the layer's dtype"
         )
     if end > room:
         raise ValueError(

@@ -172,3 +172,17 @@ def test_the_ranking_puts_a_silent_head_first_and_a_loud_one_last():
     assert order[0] == (1, 0) and order[-1] == (0, 1)
     with pytest.raises(ValueError, match="more sentences"):
         ablation.head_ranking(planted_bert(), tiny_tokenizer(), [], every=8)
+
+
+def test_the_mask_is_named_as_a_layer_only_when_it_is_one_whole_layer():
+    mask = torch.ones(6, 12)
+    assert ablation.mask_phrase(mask) == "no head off"
+    mask[5] = 0
+    assert ablation.mask_phrase(mask) == "layer 5 off"
+    mask[5, 3] = 1  # one head of layer 5 back on
+    assert ablation.mask_phrase(mask) == "11 heads off"
+    mask[5] = 1
+    mask[0, 2] = 0
+    assert ablation.mask_phrase(mask) == "1 head off"
+    mask[1] = 0  # layer 1 and one head of layer 0
+    assert ablation.mask_phrase(mask) == "13 heads off"

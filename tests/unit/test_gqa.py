@@ -266,12 +266,21 @@ def test_check_fits_refuses_values_unlike_keys_and_passes_what_fits():
     assert sharing_kv.GroupedAttentionConfig is (
         deeper_checks.GroupedAttentionConfig
     )
-    K = torch.zeros(1, 2, 3, D_K)
-    deeper_checks.check_fits((1, 2, 5, D_K), 2, K, K)  # 2 + 3 fit in 5
+    K, cache = torch.zeros(1, 2, 3, D_K), torch.zeros(1, 2, 5, D_K)
+    deeper_checks.check_fits(cache, 2, K, K)  # 2 + 3 fit in 5
     with pytest.raises(ValueError, match="here at least 6"):
-        deeper_checks.check_fits((1, 2, 5, D_K), 3, K, K)
+        deeper_checks.check_fits(cache, 3, K, K)
     with pytest.raises(ValueError, match="append one value per key"):
-        deeper_checks.check_fits((1, 2, 5, D_K), 0, K, K[:, :, :2])
+        deeper_checks.check_fits(cache, 0, K, K[:, :, :2])
+    with pytest.raises(TypeError, match=r"KVCache\(..., dtype=torch.float64"):
+        deeper_checks.check_fits(cache, 0, K.double(), K.double())
+
+
+def test_a_cache_in_the_layers_dtype_decodes_in_it():
+    layer = grouped(4, 2).double()
+    x = torch.randn(1, 3, 32, dtype=torch.float64)
+    cache = KVCache(1, 2, 3, D_K, dtype=torch.float64)
+    assert layer(x, cache=cache)[0].dtype == torch.float64
 
 
 def test_an_input_that_is_not_batch_tokens_width_names_the_fix():

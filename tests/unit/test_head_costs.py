@@ -172,6 +172,6 @@ def test_page_verdicts_judge_ratios_as_printed_and_differences_by_sign():
         "softmax_most": "slower than",
         "fused_short": "not measurably faster or slower than",
         "fused_long": "not measurably faster or slower than",  # prints 1.00
-        "gap_short": "is above zero",
-        "rest_sign": "is below zero",
+        "gap_short": "the loop took longer",
+        "rest_sign": "negative",
     }

@@ -355,7 +355,7 @@ def test_the_study_runs_on_a_random_bert_and_finds_no_job_there(tmp_path):
         "jobs_done",
         "first_look",
         "sink_side",
-        "before_halves",
+        "flies_seen",
         "flies_top_side",
     ]
     for name, rule, args, phrases in verdicts:

@@ -314,3 +314,31 @@ def ablation_run(model, inputs):
     from mhabook.experiments import ablation
 
     return ablation.masked_run(model, inputs)
+
+
+def test_the_lab_opens_where_the_pronoun_links_most_and_checks_onnx(
+    exported, checkpoint, tmp_path
+):
+    a, b = "time flies fruit flies", "arrow flies"
+    opening = live.lab_opening(
+        exported, a, b, "fruit", "time", path=checkpoint, cache=tmp_path
+    )
+    tokenizer, model = live.load_bert(checkpoint)
+    with torch.no_grad():
+        attention = model(**encode(tokenizer, a, b), output_attentions=True)
+    links = torch.stack(attention.attentions)[:, 0, :, 3, 1]  # (L, h)
+    assert opening.layer == int(links.max(-1).values.argmax())
+    assert opening.off == f"layer {opening.layer} off"
+    assert opening.head_mask[opening.layer].sum() == 0
+    assert opening.distance < live.TOLERANCE
+    numbers = opening.numbers(exported)
+    assert numbers["live_tokens"] == len(opening.tokens) == 9
+    assert numbers["live_pronoun"] == "fruit"
+    one_head = torch.ones(2, 2)
+    one_head[1, 0] = 0
+    again = live.lab_opening(
+        exported, a, b, "fruit", "time", one_head, checkpoint, tmp_path
+    )
+    assert again.off == "1 head off" and again.similarity_off is not None
+    with pytest.raises(ValueError, match="referent"):
+        live.lab_opening(exported, a, b, "fruit", "banana", path=checkpoint)

@@ -431,6 +431,9 @@ def test_exact_numbers_state_the_layer_and_head_measured_and_a_bound():
     assert numbers["one_difference"] >= 1.234e-07
     assert f"{numbers['one_difference']:.2g}" == "1.3e-07"
     assert numbers["one_moved"] == 0.5 and numbers["one_scale"] == 2.0
+    assert numbers["one_match"] == "to within 1.3e-07"
+    same = pruning.exact_numbers(5, 11, full, masked, masked.clone())
+    assert same["one_match"] == "exactly"  # not "to within 0"
 
 
 def test_the_figures_draw_what_the_record_holds(planted):

@@ -236,8 +236,13 @@ def test_lifts_of_an_even_head_and_of_a_targeted_one():
     torch.testing.assert_close(
         lifts(ex, ex["targets"])[:, 0, 0], torch.ones(3)
     )
-    torch.testing.assert_close(
-        lifts(ex, ex["targets"])[:, 0, 1], torch.tensor([11.0, 5.5, 5.5])
+    torch.testing.assert_close(  # 8 words: [CLS] and [SEP] left out
+        lifts(ex, ex["targets"])[:, 0, 1], torch.tensor([8.0, 4.0, 4.0])
+    )
+    attention[0, 0, 2, [0, 5, 10]] *= 9  # parks weight off the words
+    attention[0, 0, 2] /= attention[0, 0, 2].sum()
+    torch.testing.assert_close(  # an even spread over the words still
+        lifts(ex, ex["targets"])[:, 0, 0], torch.ones(3)
     )
 
 
@@ -426,20 +431,23 @@ def test_detection_power_grows_with_the_set_and_the_head():
 # flies_synthetic's tokens: [CLS] t flies like x [SEP] f flies like y [SEP];
 # "flies" at 2 (A) and 7 (B); targets x (4) in A, f (6) and y (9) in B.
 T_FLIES = 11
+WORDS_FLIES = [1, 2, 3, 4, 6, 7, 8, 9]  # not [CLS] (0) or [SEP] (5, 10)
+N_WORDS = len(WORDS_FLIES)
 
 
 def planted_flies(heads, n_pairs=8):
     """Claim-2 pairs with (L, h) = (2, 2) heads set by hand. heads maps
     (layer, head) to a function of the pair's index giving the two rows of
-    "flies" (A, B) as {key: weight}; the rest of each row is spread evenly,
-    and every other head spreads evenly."""
+    "flies" (A, B) as {key: weight}; the rest of each row is spread evenly
+    over the other words, and every other head spreads evenly."""
     examples = []
     for n in range(n_pairs):
         attention = torch.full((2, 2, T_FLIES, T_FLIES), 1 / T_FLIES)
         for (layer, head), rows in heads.items():
             for query, row in zip((2, 7), rows(n)):
-                rest = (1 - sum(row.values())) / (T_FLIES - len(row))
-                attention[layer, head, query] = rest
+                rest = (1 - sum(row.values())) / (N_WORDS - len(row))
+                attention[layer, head, query] = 0.0
+                attention[layer, head, query, WORDS_FLIES] = rest
                 for key, weight in row.items():
                     attention[layer, head, query, key] = weight
         ex = flies_synthetic(attention)
@@ -469,16 +477,16 @@ def test_flies_measures_on_a_hand_made_pair():
     ex = planted_flies({(1, 0): claim_head}, n_pairs=1)[0]
     measures = flies_measures(ex, 1, 0).tolist()
     score, con_a, con_b, riv_a, riv_b, riv_subject, riv_first_b = measures
-    rest_a = (1 - 0.54) / 8  # what "flies" in A gives a word off its targets
-    rest_b = (1 - 0.52) / 8
-    assert score == pytest.approx(0.25 * T_FLIES)  # B's targets, the weaker
-    assert con_a == pytest.approx((0.5 - 0.02) * T_FLIES)
-    assert con_b == pytest.approx((0.25 - 0.02) * T_FLIES)
+    rest_a = (1 - 0.54) / 5  # what "flies" in A gives a word off its targets
+    rest_b = (1 - 0.52) / 5
+    assert score == pytest.approx(0.25 * N_WORDS)  # B's targets, the weaker
+    assert con_a == pytest.approx((0.5 - 0.02) * N_WORDS)
+    assert con_b == pytest.approx((0.25 - 0.02) * N_WORDS)
     # A's rivals: its subject "t" (rest_a) and B's first target "f" (0.02)
-    assert riv_a == pytest.approx((0.5 - rest_a) * T_FLIES)
-    assert riv_b == pytest.approx((0.25 - rest_b) * T_FLIES)  # "like"
-    assert riv_subject == pytest.approx((0.5 - rest_a) * T_FLIES)
-    assert riv_first_b == pytest.approx((0.5 - 0.02) * T_FLIES)
+    assert riv_a == pytest.approx((0.5 - rest_a) * N_WORDS)
+    assert riv_b == pytest.approx((0.25 - rest_b) * N_WORDS)  # "like"
+    assert riv_subject == pytest.approx((0.5 - rest_a) * N_WORDS)
+    assert riv_first_b == pytest.approx((0.5 - 0.02) * N_WORDS)
 
 
 def subject_head(n):
@@ -492,8 +500,8 @@ def test_the_named_rivals_are_each_compared_alone():
     assert [int(i) for i in ex["flies"]] == [2, 7]  # the subject is at 1
     measures = flies_measures(ex, 0, 0)
     rival_max, riv_subject, riv_first_b = measures[[3, 5, 6]].tolist()
-    assert riv_subject == pytest.approx((0.3 - 0.4) * T_FLIES)
-    assert riv_first_b == pytest.approx((0.3 - 0.1) * T_FLIES)
+    assert riv_subject == pytest.approx((0.3 - 0.4) * N_WORDS)
+    assert riv_first_b == pytest.approx((0.3 - 0.1) * N_WORDS)
     assert rival_max == pytest.approx(riv_subject)  # the stronger: subject
     test = flies_test(planted_flies({(0, 0): subject_head}), 0, 0)
     assert test.rival_subject.high < 0 < test.rival_first_b.low
@@ -505,8 +513,8 @@ def test_the_claim_head_is_chosen_and_its_pattern_replicates():
     flies = planted_flies({(1, 0): claim_head})
     test = flies_test(flies)
     assert (test.layer, test.head) == (1, 0)
-    assert test.score.mean == pytest.approx(0.25 * T_FLIES, rel=0.05)
-    assert test.contrast_a.low > 4 and test.contrast_b.low > 2
+    assert test.score.mean == pytest.approx(0.25 * N_WORDS, rel=0.05)
+    assert test.contrast_a.low > 3 and test.contrast_b.low > 1.5
     assert all_above(test.pattern_margins, 0)
     assert test.score.count_above(1.0) == 4  # every held-out pair
     assert test.rows.shape == (7, 3)
@@ -517,7 +525,7 @@ def test_a_higher_score_without_the_contrast_does_not_replicate():
     flies = planted_flies({(1, 0): claim_head, (0, 1): same_rows_head})
     test = flies_test(flies)  # the score picks the looser head
     assert (test.layer, test.head) == (0, 1)
-    assert test.score.low > 3  # every target well above an even share
+    assert test.score.low > 2  # every target well above an even share (1)
     assert abs(test.contrast_a.mean) < 1e-5
     assert not all_above(test.pattern_margins, 0)
     upper = flies_test(flies, first=1)  # layers 1 and up: the claim head
@@ -1026,12 +1034,26 @@ def test_coreference_rows_must_pair_into_twins(tmp_path, monkeypatch):
         realheads.check_twins(load_table("coreference.tsv"), "coreference.tsv")
 
 
+def test_a_capitalised_pronoun_is_named_before_the_twins_are_checked(
+    tmp_path, monkeypatch, tokenizer
+):
+    monkeypatch.setattr(realheads, "DATA", tmp_path)
+    (tmp_path / "claim1_pairs.tsv").write_text("time flies\tfruit flies\n")
+    (tmp_path / "flies_pairs.tsv").write_text("# no rows: not read here\n")
+    monkeypatch.setattr(realheads, "flies_examples", lambda *args: [])
+    one = "time flies fruit\tflies\tfruit\ttime\n"
+    two = "fruit flies time\tFlies\ttime\tfruit\n"  # not "flies": no twin
+    (tmp_path / "coreference.tsv").write_text(one + two)
+    with pytest.raises(ValueError, match="lower-cases 'Flies'.*write it 'fl"):
+        realheads.load_sets(tiny_bert(), tokenizer)
+
+
 def test_the_recipes_example_reads_flies_in_a_on_the_source_pair():
     numbers = testing.page_numbers(planted_results())  # claim_head at (0, 1)
-    assert numbers["ex_tokens"] == T_FLIES
-    assert numbers["ex_weight"] == pytest.approx(0.5)  # A's target, pair 0
-    assert numbers["ex_lift"] == pytest.approx(0.5 * T_FLIES)
-    rest = (1 - 0.54) / (T_FLIES - 3)  # the word before: an even rest
+    assert numbers["ex_words"] == N_WORDS
+    assert numbers["ex_share"] == pytest.approx(0.5)  # A's target, pair 0
+    assert numbers["ex_lift"] == pytest.approx(0.5 * N_WORDS)
+    rest = (1 - 0.54) / (N_WORDS - 3)  # the word before: an even rest
     assert numbers["ex_before"] == pytest.approx(rest)
     tokens = planted_flies({})[0]["tokens"]
     assert numbers["ex_before_word"] == tokens[1]  # "flies" in A is at 2

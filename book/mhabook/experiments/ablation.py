@@ -53,6 +53,17 @@ def check_head_mask(mask, num_layers, num_heads):
     return mask
 
 
+def mask_phrase(mask):
+    """What a head mask (L, h) switches off, in words: "layer 5 off" when
+    it is one whole layer, else "3 heads off" (or "no head off")."""
+    off = torch.as_tensor(mask) == 0  # (L, h)
+    layers = off.all(-1).nonzero().flatten().tolist()
+    if len(layers) == 1 and off.sum() == off.shape[-1]:
+        return f"layer {layers[0]} off"
+    count = int(off.sum())
+    return {0: "no head off", 1: "1 head off"}.get(count, f"{count} heads off")
+
+
 def masked_context_hook(keep):
     """A forward pre-hook for W^O: multiply head k's context slice by
     keep[k] (h,), a tensor; zero switches the head off."""

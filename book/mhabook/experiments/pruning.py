@@ -388,11 +388,16 @@ def within_layer_detectable(bar, num_layers, num_heads, power=0.8, seed=0):
 def exact_numbers(layer, i, full, masked, without_i):
     """{glue name: value}: the page's numbers for head i of `layer`
     removed two ways, from the layer's outputs (B, T, d) in full, with the
-    hook, and rebuilt without the head; the difference rounded up."""
+    hook, and rebuilt without the head; the difference rounded up, and
+    `one_match`, it in words ("exactly" where it is 0)."""
+    difference = round_up((masked - without_i).abs().max().item())
     return {
         "one_layer": layer,
         "one_i": i,
-        "one_difference": round_up((masked - without_i).abs().max().item()),
+        "one_difference": difference,
+        "one_match": f"to within {difference:.2g}"
+        if difference
+        else "exactly",
         "one_moved": (masked - full).abs().max().item(),
         "one_scale": full.abs().mean().item(),
     }

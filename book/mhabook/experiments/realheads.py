@@ -376,14 +376,23 @@ def flies_examples(model, tokenizer, rows, set_name=None):
     return examples
 
 
+def word_lifts(example):
+    """(L, h, T, T): each key's lift, its share of the query's weight on
+    words ([CLS] and [SEP] left out, where many heads park attention)
+    times the number of words n. An even spread over the words gives 1;
+    [CLS] and [SEP] get 0."""
+    words = is_word(example)  # (T,)
+    on_words = example["attention"] * words  # (L, h, T, T)
+    return on_words / on_words.sum(-1, keepdim=True) * words.sum()
+
+
 def lifts(example, targets):
-    """(3, L, h): each claim-2 target's weight over an even spread's,
-    for "flies" in A (first target) and in B (the other two)."""
-    a = example["attention"]  # (L, h, T, T)
+    """(3, L, h): each claim-2 target's `word_lifts`, for "flies" in A
+    (first target) and in B (the other two)."""
+    a = word_lifts(example)  # (L, h, T, T)
     f_a, f_b = example["flies"]
     rows = [a[:, :, f_a], a[:, :, f_b], a[:, :, f_b]]  # 3 x (L, h, T)
-    weights = torch.stack([r[..., t] for r, t in zip(rows, targets)])
-    return weights * a.shape[-1]
+    return torch.stack([r[..., t] for r, t in zip(rows, targets)])
 
 
 def coreference_examples(model, tokenizer, rows, set_name=None):
@@ -508,10 +517,10 @@ def load_sets(model, tokenizer):
         model, tokenizer, load_table(SETS["flies"]), set_path("flies")
     )
     rows = load_table(SETS["pronouns"])
-    check_twins(rows, set_path("pronouns"))
-    pronouns = coreference_examples(
+    pronouns = coreference_examples(  # first: it names a misspelt word
         model, tokenizer, rows, set_path("pronouns")
     )
+    check_twins(rows, set_path("pronouns"))
     return pairs, flies, pronouns
 
 
@@ -791,16 +800,14 @@ def flies_measures(example, layer, head):
     5. A's target minus A's subject alone, and 6. minus B's first target
        alone: rivals named in advance, so that, unlike 3, no choice of the
        stronger favours them.
-    Both "flies" are in one input of T tokens, so a difference of lifts is
-    T times a difference of weights.
+    Each lift is a share of its query's weight on words (`word_lifts`).
     """
-    row = example["attention"][layer, head]  # (T, T)
-    T = row.shape[-1]
+    row = word_lifts(example)[layer, head]  # (T, T)
     f_a, f_b = example["flies"]
     target_a, *targets_b = example["targets"]
 
     def lift(query, key):
-        return row[query, key] * T
+        return row[query, key]
 
     b_lifts = torch.stack([lift(f_b, t) for t in targets_b])
     own = lift(f_a, target_a)

@@ -9,7 +9,7 @@ import math
 import torch
 from torch import nn
 
-from mhabook.checks import check_qkv
+from mhabook.checks import check_input, check_qkv
 
 
 def scaled_dot_product_attention(query, key, value, mask=None):
@@ -38,6 +38,7 @@ class AttentionHead(nn.Module):
         self.v = nn.Linear(embed_dim, head_dim)
 
     def forward(self, hidden_state, mask=None):
+        check_input(hidden_state, self.q.in_features)  # (B, T, d) or a fix
         return scaled_dot_product_attention(
             self.q(hidden_state),
             self.k(hidden_state),

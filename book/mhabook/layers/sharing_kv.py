@@ -56,17 +56,17 @@ class GroupedQueryAttention(nn.Module):
 class KVCache:
     """One layer's keys and values of every token so far, for decoding."""
 
-    def __init__(self, batch, num_kv_heads, max_tokens, head_dim):
+    def __init__(self, batch, num_kv_heads, max_tokens, head_dim, dtype=None):
         shape = (batch, num_kv_heads, max_tokens, head_dim)  # room, once
-        self.keys = torch.zeros(shape)  # (B, g, T_max, d_k)
-        self.values = torch.zeros(shape)  # (B, g, T_max, d_k)
+        self.keys = torch.zeros(shape, dtype=dtype)  # (B, g, T_max, d_k)
+        self.values = torch.zeros(shape, dtype=dtype)  # (B, g, T_max, d_k)
         self.length = 0  # tokens stored so far
 
     def append(self, K, V, mask=None):
         """Store K, V (B, g, T, d_k); return every key and value so far,
         2 x (B, g, S, d_k), and the mask widened to them, (B, 1, T, S)."""
         start, end = self.length, self.length + K.shape[2]
-        check_fits(self.keys.shape, start, K, V)  # else says what fits
+        check_fits(self.keys, start, K, V)  # else says what fits
         self.keys[:, :, start:end], self.values[:, :, start:end] = K, V
         self.length = end
         if mask is not None:  # every cached key is in the new tokens' past

@@ -212,10 +212,15 @@ THAN = {  # a paired ratio of times against 1, as printed (`shown`)
     "more": "slower than",
     "same": "not measurably faster or slower than",
 }
-ZERO = {  # a difference of times against 0
-    "more": "is above zero",
-    "same": "cannot be separated from zero",
-    "less": "is below zero",
+GAP = {  # the loop's time minus the batched layer's, against 0
+    "more": "the loop took longer",
+    "same": "the two cannot be told apart",
+    "less": "the loop took less time",
+}
+SIGN = {  # what the accounting leaves, against 0
+    "more": "positive",
+    "same": "too small to tell from zero",
+    "less": "negative",
 }
 
 
@@ -237,6 +242,6 @@ def page_verdicts(r):
         (name, "compare", shown(ratio).against(1), THAN)
         for name, ratio in ratios
     ] + [
-        ("gap_short", "compare", a.gap.against(0), ZERO),
-        ("rest_sign", "compare", a.rest.against(0), ZERO),
+        ("gap_short", "compare", a.gap.against(0), GAP),
+        ("rest_sign", "compare", a.rest.against(0), SIGN),
     ]

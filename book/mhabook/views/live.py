@@ -41,6 +41,7 @@ from torch import nn
 from ..experiments import ablation
 from ..experiments.checkpoint import BUNDLED, bundled_path, quiet_hub
 from ..experiments.embedding import load_lines
+from ..experiments.inputs import check_sentence, word_position
 from .explorer import HEAD_COLOURS
 
 HERE = Path(__file__).resolve().parent
@@ -514,6 +515,106 @@ def check_ranking(ranking, num_layers, num_heads):
             f"important first, as live.ranking() gives; got {bad or pairs}"
         )
     return pairs
+
+
+@dataclass(frozen=True)
+class LabOpening:
+    """What Lab 3's page says about its opening pair (`lab_opening`)."""
+
+    tokens: list  # the pair's tokens, [CLS] A [SEP] B [SEP]
+    layer: int  # where a head sends the pronoun most to its referent
+    head_mask: torch.Tensor  # (L, h): the mask the text compares
+    similarity: float  # every head on
+    similarity_off: float  # under head_mask
+    distance: float  # ONNX vs PyTorch attention, every head on
+    mask_distance: float  # the same under head_mask
+    ranking: list  # (layer, head), least important first
+    off: str  # head_mask in words: "layer 5 off", "3 heads off"
+    words: tuple  # (pronoun, referent)
+
+    def numbers(self, live):
+        """{name: value} of each number the lab's page states."""
+        return dict(
+            live_layers=live.num_layers,
+            live_heads=live.num_heads,
+            live_all=live.num_layers * live.num_heads,
+            live_mb=download_bytes(live) / 1e6,
+            live_tolerance=TOLERANCE,
+            live_pronoun=self.words[0],
+            live_referent=self.words[1],
+            live_tokens=len(self.tokens),
+            live_layer=self.layer,
+            live_sim=self.similarity,
+            live_sim_off=self.similarity_off,
+            live_distance=self.distance,
+            live_mask_distance=self.mask_distance,
+            live_off_what=self.off,
+        )
+
+
+def lab_opening(
+    live,
+    text_a,
+    text_b,
+    pronoun,
+    referent,
+    head_mask=None,
+    path=None,
+    cache=CACHE,
+):
+    """Lab 3's opening pair, checked: the ONNX file (`exported()`) against
+    the bundled checkpoint in PyTorch, with every head on and under
+    `head_mask` (None: the lab's preset, the opening layer off). The
+    layer opens where a head sends `pronoun` the most to `referent`, two
+    words of `text_a`. Raises a ValueError that names the fix for a word
+    that is not there, and an AssertionError if ONNX and PyTorch differ
+    by TOLERANCE or more. path, cache: as for `ranking`."""
+    path = path or bundled_path()
+    tokenizer, bert = load_bert(path)
+    a_tokens = check_sentence(tokenizer, text_a)  # A, without [CLS]
+    check_sentence(tokenizer, text_b, at_least=1)  # B: a word or more
+    why = "The lab opens where they link most."
+    it, ref = (  # their places in the pair, after [CLS]
+        1 + word_position(a_tokens, w, text_a, tokenizer, name, why)
+        for w, name in ((pronoun, "pronoun"), (referent, "referent"))
+    )
+    inputs = tokenizer(text_a, text_b, return_tensors="pt")
+    with torch.no_grad():
+        outputs = bert(**inputs, output_attentions=True)
+    attention = torch.stack(outputs.attentions)[:, 0]  # (L, h, T, T)
+    layer = int(attention[:, :, it, ref].max(-1).values.argmax())
+    if head_mask is None:
+        head_mask = torch.ones(live.num_layers, live.num_heads)
+        head_mask[layer] = 0  # the lab's preset "one layer off"
+    head_mask = ablation.check_head_mask(
+        head_mask, live.num_layers, live.num_heads
+    )
+    masked = ablation.masked_run(bert, inputs, head_mask)[0][0]
+    gaps = [
+        (onnx_attention(live, inputs) - attention).abs().max().item(),
+        (onnx_attention(live, inputs, head_mask=head_mask) - masked)
+        .abs()
+        .max()
+        .item(),
+    ]
+    assert max(gaps) < TOLERANCE, (
+        f"ONNX and PyTorch differ by {max(gaps):.1e}: export the model "
+        f"again (delete {CACHE} and run `make book`)"
+    )
+    return LabOpening(
+        tokens=tokenizer.convert_ids_to_tokens(inputs["input_ids"][0]),
+        layer=layer,
+        head_mask=head_mask,
+        similarity=ablation.similarity(bert, tokenizer, text_a, text_b),
+        similarity_off=ablation.similarity(
+            bert, tokenizer, text_a, text_b, head_mask
+        ),
+        distance=gaps[0],
+        mask_distance=gaps[1],
+        ranking=ranking(bert, tokenizer, path, cache),  # cached
+        off=ablation.mask_phrase(head_mask),
+        words=(pronoun, referent),
+    )
 
 
 def live_lab(

@@ -6,6 +6,7 @@ import math
 import matplotlib as mpl
 import matplotlib.pyplot as plt
 import numpy as np
+import torch
 
 from ..experiments.realheads import first_searched_layer, head8_counts
 from .plotting import PALETTE, head_scatter
@@ -173,16 +174,18 @@ def page_numbers(results):
     c1, c2, p = results.claim1, results.claim2, results.pronouns
     l0, swapped, upper = c2.layer0, c2.layer0_swapped, c2.upper
     num_layers, num_heads = c2.even_scores.shape
-    T = len(c2.source_tokens)  # the recipe's example: the source's pair
+    # the recipe's example: the source's pair, "flies" in A
+    words = [t not in ("[CLS]", "[SEP]") for t in c2.source_tokens]
+    row = c2.source_rows[0]  # (T,) its weights
     target = c2.source_targets[0]  # A's target ("arrow")
-    weight = c2.source_rows[0, target].item()  # from "flies" in A
+    share = (row[target] / row[torch.tensor(words)].sum()).item()
     before = c2.source_flies[0] - 1  # the word just before "flies" in A
     return {
-        "ex_tokens": T,
-        "ex_even": 1 / T,
+        "ex_words": sum(words),
+        "ex_even": 1 / sum(words),
         "ex_target": c2.source_tokens[target],
-        "ex_weight": weight,
-        "ex_lift": weight * T,
+        "ex_share": share,
+        "ex_lift": share * sum(words),
         "ex_before_word": c2.source_tokens[before],
         "ex_before": c2.source_rows[0, before].item(),
         "n_pairs": results.n_pairs,
@@ -366,6 +369,12 @@ def page_verdicts(results):
                 True: "a chosen head beats chance",
                 False: "no chosen head beats chance",
             },
+        ),
+        (
+            "p_strict",  # a head at chance passes below the nominal 5%?
+            "above",
+            (0.05, p.false_alarm),
+            {True: "so the test is strict", False: "as a 95% point should"},
         ),
         (
             "p_beats_null",
