@@ -324,7 +324,7 @@ def heads_learn(config, seeds=range(12), steps=400, held_out_size=1024):
             f"heads_learn asks whether training splits two jobs between "
             f"heads, so it needs 2 heads or more; got "
             f"num_attention_heads={config.num_attention_heads}: set it to 2 "
-            f"or more (one head doing both jobs is the page's first figure)"
+            f"or more (one head alone: 'One head in place of two')"
         )
     seeds = list(seeds)
     if not seeds or not isinstance(steps, int) or steps < 1:

@@ -170,11 +170,6 @@ def page_numbers(r):
     return {
         "cpu": r.machine.split(";")[0],
         "width": r.width,
-        # exercise 3's 24 heads: whole only where 24 divides the width
-        "head_width_24": r.width // 24
-        if r.width % 24 == 0
-        else f"{r.width / 24:.1f}, not whole: pick a count that divides "
-        f"{r.width}",
         "few": few,
         "most": most,
         "short": short,
