@@ -590,16 +590,14 @@ def lab_opening(
         head_mask, live.num_layers, live.num_heads
     )
     masked = ablation.masked_run(bert, inputs, head_mask)[0][0]
-    gaps = [
-        (onnx_attention(live, inputs) - attention).abs().max().item(),
-        (onnx_attention(live, inputs, head_mask=head_mask) - masked)
-        .abs()
-        .max()
-        .item(),
+    pairs = [  # (ONNX, PyTorch): every head on, then under head_mask
+        (onnx_attention(live, inputs), attention),
+        (onnx_attention(live, inputs, head_mask=head_mask), masked),
     ]
+    gaps = [(ours - theirs).abs().max().item() for ours, theirs in pairs]
     assert max(gaps) < TOLERANCE, (
         f"ONNX and PyTorch differ by {max(gaps):.1e}: export the model "
-        f"again (delete {CACHE} and run `make book`)"
+        f"again (delete {cache} and run `make book`)"
     )
     return LabOpening(
         tokens=tokenizer.convert_ids_to_tokens(inputs["input_ids"][0]),
