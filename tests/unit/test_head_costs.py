@@ -61,7 +61,7 @@ def test_accounting_table_rows_in_signed_ms():
         per_op=2.5e-6,
     )
     table = head_costs.accounting_table(accounting).data
-    assert "| the loop's extra time: loop − batched | +1.000 |" in table
+    assert "| the difference: loop − batched | +1.000 |" in table
     assert "| 6 one-head projections − one batched | -2.000 |" in table
     assert "| 20 other operations × 2.5 µs | +1.000 |" in table
     assert "| the rest | +2.000 | +1.000 to +3.000 |" in table

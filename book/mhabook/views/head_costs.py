@@ -73,7 +73,7 @@ def accounting_table(accounting):
     three rows' medians add up to the first's."""
     a = accounting
     rows = [
-        ("the loop's extra time: loop − batched", a.gap),
+        ("the difference: loop − batched", a.gap),
         (f"{3 * a.num_heads} one-head projections − one batched", a.products),
         (
             f"{a.other_ops} other operations × {a.per_op * 1e6:.1f} µs",
