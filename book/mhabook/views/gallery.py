@@ -138,8 +138,8 @@ def picture_table(flies, swapped, rival=True):
 SIDES = {True: "in sentence B", False: "in sentence A"}
 # Whether layer 0 draws a weak form of the source's picture: the held-out
 # score's interval (the least-lifted target, 1 an even share) above 1.
-SEEN = {True: "layer 0 draws a weak form of it"}
-SEEN[False] = "layer 0 does not draw it clearly"
+SEEN = {True: "one head leans weakly to each target"}
+SEEN[False] = "no head clearly favours the targets"
 
 
 def page_verdicts(study, first):

@@ -220,6 +220,7 @@ def page_numbers(results):
         "upper_layer": upper.layer,
         "upper_head": upper.head,
         **_estimate("upper_score", upper.score),
+        **_estimate("upper_subject", upper.rival_subject),  # target − it
         "upper_swap_layer": c2.upper_swapped.layer,
         "upper_swap_head": c2.upper_swapped.head,
         **_estimate("upper_swap_score", c2.upper_swapped.score),
@@ -285,6 +286,7 @@ def page_verdicts(results):
     c1, c2, p = results.claim1, results.claim2, results.pronouns
     l0, swapped = c2.layer0, c2.layer0_swapped
     pattern, before = head8_counts((l0, swapped))
+    up_pattern, up_before = head8_counts((c2.upper, c2.upper_swapped))
     passes = {True: "passes", False: "fails"}
     return [
         (
@@ -316,6 +318,8 @@ def page_verdicts(results):
         ),
         ("pattern_halves", "how_many", (pattern, 2), PATTERN),
         ("before_halves", "how_many", (before, 2), BEFORE),
+        ("upper_halves", "how_many", (up_pattern, 2), PATTERN),
+        ("upper_before", "how_many", (up_before, 2), BEFORE),
         (
             "same_head",  # the search on the even pairs, and on the odd
             "above",
