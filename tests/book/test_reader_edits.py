@@ -76,6 +76,7 @@ ONE_TEXT = 'text = "time flies like an arrow"'
 MANY_TEXT = "linked = "
 ALL_INPUT = "loop = MultiHeadAttention(config)"
 LAB_1 = 'sentence = "the cat sat on the mat because it was tired"'
+CAUSAL_CHECK = "# after the figure, so a wrong mask"  # all_heads
 ONE_END = "tied = AttentionHead("  # the last cell of one_head
 MANY_QKV = "def qkv_parameters(heads):"  # the last cell before training
 ALL_END = "both = causal_mask(longest) & padding_mask(lengths, longest)"
@@ -600,9 +601,9 @@ EDITS = [
         "all_heads",
         "causal mask flipped",
         (change("def causal_mask(", ".tril()", ".triu()"),),
-        until="_, causal_weights = batched(",
+        until=CAUSAL_CHECK,
         refuses="keep causal_mask's lower triangle",
-        at="_, causal_weights = batched(",
+        at=CAUSAL_CHECK,
     ),
     Edit(
         "all_heads",
@@ -632,9 +633,9 @@ EDITS = [
                 "scores = scores",
             ),
         ),
-        until="_, causal_weights = batched(",
+        until=CAUSAL_CHECK,
         refuses="fill masked scores with -inf",
-        at="_, causal_weights = batched(",
+        at=CAUSAL_CHECK,
     ),
     Edit(
         "all_heads",

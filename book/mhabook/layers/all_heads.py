@@ -10,19 +10,13 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from mhabook import convert
+from mhabook import convert  # weight copying, used below
 from mhabook.checks import (
     check_bool_mask,
     check_num_tokens,
     check_padding,
     takes_config,
 )
-
-# weight copying from book/mhabook/convert.py (batched_from_loop: below)
-copy_checked = convert.copy_checked
-loop_from_batched = convert.loop_from_batched
-torch_from_batched = convert.torch_from_batched
-batched_from_bert = convert.batched_from_bert
 
 
 @dataclass(frozen=True)
@@ -95,6 +89,12 @@ class BatchedMultiHeadAttention(nn.Module):
 
 
 BatchedMultiHeadAttention = takes_config(BatchedMultiHeadAttention)
+
+# weight copying from book/mhabook/convert.py (batched_from_loop: next)
+copy_checked = convert.copy_checked
+loop_from_batched = convert.loop_from_batched
+torch_from_batched = convert.torch_from_batched
+batched_from_bert = convert.batched_from_bert
 
 
 def batched_from_loop(loop):
