@@ -178,8 +178,9 @@ def test_a_folder_that_is_not_there_says_where_it_looked(
         resolve("path/to/bert")
     assert str(tmp_path / "path" / "to" / "bert") in str(e.value)
     assert "Repo id" not in str(e.value)
+    monkeypatch.setenv("MHA_CHECKPOINT", "./bert")  # set by the reader
     with pytest.raises(OSError, match="Set MHA_CHECKPOINT to the folder"):
-        resolve("./bert")
+        resolve()
 
 
 def test_a_file_or_a_folder_without_config_or_weights_is_explained(
@@ -198,3 +199,20 @@ def test_a_file_or_a_folder_without_config_or_weights_is_explained(
             (tmp_path / name).write_bytes((tiny_model / name).read_bytes())
     with pytest.raises(OSError, match="no weights.*save_pretrained"):
         load_checkpoint(str(tmp_path))
+
+
+def test_a_missing_folder_passed_by_name_does_not_mention_the_variable(
+    monkeypatch, tmp_path
+):
+    from mhabook.experiments import checkpoint
+
+    monkeypatch.delenv(checkpoint.ENV_VAR, raising=False)
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(OSError) as passed:
+        checkpoint.resolve("./no-such-folder")
+    assert "Pass the folder" in str(passed.value)
+    assert "call it with no name" in str(passed.value)
+    assert checkpoint.ENV_VAR not in str(passed.value)
+    monkeypatch.setenv(checkpoint.ENV_VAR, "./no-such-folder")
+    with pytest.raises(OSError, match=f"unset {checkpoint.ENV_VAR}"):
+        checkpoint.resolve()

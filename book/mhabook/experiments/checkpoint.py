@@ -134,7 +134,11 @@ def find_folder(name):
 
 def resolve(name=None):
     """Return (path_or_name, display name, source) without loading weights."""
+    given = name  # passed in, rather than read from ENV_VAR
     name = name or os.environ.get(ENV_VAR)
+    fallback = (
+        "call it with no name" if given else f"unset {ENV_VAR}"
+    ) + " to use the bundled BERT"
     if name:
         name = str(name).strip()  # a stray space from a shell or a copy
         folder = find_folder(name)
@@ -157,9 +161,9 @@ def resolve(name=None):
         if not is_repo_id(name):
             raise OSError(
                 f"checkpoint folder {name!r} not found. Looked in: {looked}. "
-                f"Set {ENV_VAR} to the folder that holds the checkpoint's "
-                f"config.json (an absolute path is safest), or unset it to "
-                f"use the bundled BERT."
+                f"{'Pass' if given else f'Set {ENV_VAR} to'} the folder that "
+                f"holds the checkpoint's "
+                f"config.json (an absolute path is safest), or {fallback}."
             )
         if in_cache(name):
             return name, name, "Hugging Face cache"
@@ -169,7 +173,7 @@ def resolve(name=None):
             f"checkpoint {name!r} not found. Tried: a local folder of that "
             f"name ({looked}), the Hugging Face cache, and the hub "
             f"({'offline' if hub_offline() else 'unreachable'}). Pass a local "
-            f"folder, or unset {ENV_VAR} to use the bundled BERT."
+            f"folder, or {fallback}."
         )
     if in_cache(PREFERRED):
         return PREFERRED, PREFERRED, "Hugging Face cache"
