@@ -227,3 +227,30 @@ def test_the_numbers_are_what_the_record_holds_rounded_as_the_text_reads():
     assert numbers["two_match"] == pytest.approx((0.9987 + 0.38) / 2)
     assert numbers["n_sequences"] == 100 and numbers["tiny_head_width"] == 16
     assert runs.worst_margin == pytest.approx(2 * (0.38 * 0.62 / 100) ** 0.5)
+
+
+def test_the_page_verdicts_read_the_first_and_the_weakest_run():
+    from mhabook.experiments.verdicts import decide
+
+    runs = record(
+        after=[
+            [[0.9876, 0.14], [0.14, 0.9712]],  # head 0 previous, 1 matching
+            [[0.99, 0.16], [0.97, 0.16]],  # both heads on the previous token
+        ],
+        accuracy=[[1.0, 0.9987], [1.0, 0.38]],
+    )
+    runs = dataclasses.replace(runs, held_out=(torch.zeros(100, 8),))
+    found = {
+        name: decide(rule, args, phrases)[1]
+        for name, rule, args, phrases in runs.page_verdicts(TinyConfig())
+    }
+    assert found["first_split"] == "each job got a head"
+    assert found["sharp"] == "sharp"  # at least 0.971 on its job
+    assert found["worst_heads"] == "both heads took the previous-token job"
+    # 0.38 against the floor 0.34, two standard errors 0.097 on 100
+    assert found["floor_verdict"] == "is within chance of that mark"
+    above = dataclasses.replace(runs, previous_floor=0.15)
+    verdicts = {v[0]: v for v in above.page_verdicts(TinyConfig())}
+    assert decide(*verdicts["floor_verdict"][1:])[1] == (
+        "is above that mark beyond chance"
+    )

@@ -301,6 +301,46 @@ class HeadsLearn:
             "tiny_digits": config.num_digits,
         }
 
+    def page_verdicts(self, config):
+        """[(name, rule, args, phrases), ...]: each verdict the page
+        heads_learn glues, the first run's and the weakest run's."""
+        numbers = self.numbers(config)
+        looked_back = self.after[self.worst, :, 0].tolist()  # each head
+        margin = numbers["worst_accuracy"] - numbers["previous_floor"]
+        return [
+            (
+                "first_split",
+                "above",
+                (int(self.split[0]), 0),
+                {True: "each job got a head", False: "the jobs did not split"},
+            ),
+            (
+                "sharp",
+                "above",
+                (numbers["specialist_min"], 0.5),
+                {True: "sharp", False: "not sharp"},
+            ),
+            (
+                "worst_heads",
+                "all_above",
+                (looked_back, 0.5),
+                {
+                    True: "both heads took the previous-token job",
+                    False: "the heads did not both look back",
+                },
+            ),
+            (
+                "floor_verdict",
+                "sign",
+                (margin, self.worst_margin),
+                {
+                    "neither": "is within chance of that mark",
+                    "positive": "is above that mark beyond chance",
+                    "negative": "is below that mark beyond chance",
+                },
+            ),
+        ]
+
 
 def previous_only_accuracy(partner, num_digits):
     """The expected matching accuracy of a model that reads only the

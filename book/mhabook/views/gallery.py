@@ -136,6 +136,9 @@ def picture_table(flies, swapped, rival=True):
 
 
 SIDES = {True: "in sentence B", False: "in sentence A"}
+# Where the median head parks more: within a point of each other is level.
+SINK = {"more": "[CLS] takes more", "less": "[SEP] takes more"}
+SINK["same"] = "the two are about level"
 # Whether layer 0 draws a weak form of the source's picture: the held-out
 # score's interval (the least-lifted target, 1 an even share) above 1.
 SEEN = {True: "one head leans weakly to each target"}
@@ -150,12 +153,12 @@ def page_verdicts(study, first):
     have = {"none": "none has", "some": count, "most": count}
     have["all"] = "each has"
     look = {True: "mostly to that target", False: "mostly elsewhere"}
-    sink = (study.job("[CLS]").median, study.job("[SEP]").median)
+    gap = study.job("[CLS]").median - study.job("[SEP]").median
     in_b = int(study.source_top_sides[0] == "B")  # A's "flies", top word
     return [
         ("jobs_done", "how_many", (done, len(study.word_jobs)), have),
         ("first_look", "above", (study.on_pair(first), 0.5), look),
-        ("sink_side", "above", sink, {True: "[CLS]", False: "[SEP]"}),
+        ("sink_side", "compare", (gap, gap, -0.01, 0.01), SINK),
         ("flies_seen", "above", (study.flies.score.low, 1.0), SEEN),
         ("flies_top_side", "above", (in_b, 0), SIDES),
     ]
