@@ -108,6 +108,16 @@ EDITS = [
     Edit("one_head", "two words", (one_text('"time flies"'),), ONE_END),
     Edit(
         "one_head",
+        "[CLS] and [SEP] kept",
+        (
+            change(
+                ONE_TEXT, "add_special_tokens=False", "add_special_tokens=True"
+            ),
+        ),
+        ONE_END,
+    ),
+    Edit(
+        "one_head",
         "embeddings a hundred times smaller",
         (
             change(
@@ -596,6 +606,19 @@ EDITS = [
         until="tight = dict(",
         refuses=r"how qkv is split into heads \(view, permute\)",
         at="tight = dict(",
+    ),
+    Edit(
+        "all_heads",
+        "einsum with keys and queries swapped",
+        (
+            change(
+                "def einsum_attention(",
+                '"bhqf,bhkf->bhqk", Q, K',
+                '"bhqf,bhkf->bhkq", Q, K',
+            ),
+        ),
+        until="def einsum_attention(",
+        refuses="check the einsum subscripts",
     ),
     Edit(
         "all_heads",
