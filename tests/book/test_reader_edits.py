@@ -618,7 +618,7 @@ EDITS = [
             ),
         ),
         until="def einsum_attention(",
-        refuses="check the einsum subscripts",
+        refuses=r"check the subscripts \(bhqk\)",
     ),
     Edit(
         "all_heads",

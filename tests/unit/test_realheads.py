@@ -1071,3 +1071,18 @@ def test_a_layer_the_model_lacks_and_a_sentence_that_is_not_text():
             realheads.attention_block(model, layer)
     with pytest.raises(TypeError, match="give each sentence as a string"):
         realheads.run_example(model, tiny_tokenizer(), "time flies", 3)
+
+
+def test_the_pairs_needed_read_as_words_and_the_cap_is_not_a_number():
+    import dataclasses
+
+    results = planted_results()
+    numbers = testing.page_numbers(results)
+    assert numbers["upper_needed"] == "2 held-out pairs or more"
+    capped = dataclasses.replace(
+        results,
+        claim2=dataclasses.replace(results.claim2, upper_needed=10_000),
+    )
+    assert testing.page_numbers(capped)["upper_needed"] == (
+        "more pairs than any test could have"
+    )

@@ -254,3 +254,12 @@ def test_the_page_verdicts_read_the_first_and_the_weakest_run():
     assert decide(*verdicts["floor_verdict"][1:])[1] == (
         "is above that mark beyond chance"
     )
+
+
+def test_the_seeds_are_named_as_a_range_only_when_they_are_one():
+    from mhabook.experiments.training import seed_list
+
+    assert seed_list(range(12)) == "0 to 11"
+    assert seed_list([7, 0, 3]) == "7, 0 and 3"
+    assert seed_list([4, 5]) == "4 and 5"
+    assert seed_list([2]) == "2"

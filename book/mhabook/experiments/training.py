@@ -273,6 +273,7 @@ class HeadsLearn:
             "num_runs": len(self.seeds),
             "first_seed": self.seeds[0],
             "last_seed": self.seeds[-1],
+            "seed_list": seed_list(self.seeds),
             "steps": self.steps,
             "job_previous": self.job[0, 0].item(),
             "job_matching": self.job[0, 1].item(),
@@ -340,6 +341,17 @@ class HeadsLearn:
                 },
             ),
         ]
+
+
+def seed_list(seeds):
+    """The seeds in words: "0 to 11" for a run of them, else "7, 0 and 3"."""
+    seeds = [int(x) for x in seeds]
+    if len(seeds) > 2 and seeds == list(range(seeds[0], seeds[-1] + 1)):
+        return f"{seeds[0]} to {seeds[-1]}"
+    words = [str(x) for x in seeds]
+    return (
+        ", ".join(words[:-1]) + " and " + words[-1] if words[1:] else words[0]
+    )
 
 
 def previous_only_accuracy(partner, num_digits):

@@ -228,7 +228,11 @@ def page_numbers(results):
         * num_heads,
         "upper_sd": c2.upper_sd,
         "upper_power": c2.upper_power,
-        "upper_needed": c2.upper_needed,
+        "upper_needed": (  # pairs_needed's cap: no effect to find
+            f"{c2.upper_needed} held-out pairs or more"
+            if c2.upper_needed < 10_000
+            else "more pairs than any test could have"
+        ),
         # pronouns
         "p_ties": len(p.tied),
         "p_choose": p.accuracy.max().item(),
