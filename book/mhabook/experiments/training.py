@@ -376,7 +376,8 @@ def heads_learn(config, seeds=range(12), steps=400, held_out_size=1024):
             f"heads_learn asks whether training splits two jobs between "
             f"heads, so it needs 2 heads or more; got "
             f"num_attention_heads={config.num_attention_heads}: set it to 2 "
-            f"or more (one head alone: 'One head in place of two')"
+            f"or more (the page's section 'One head in place of two' "
+            f"trains one head alone)"
         )
     seeds = list(seeds)
     if not seeds or not isinstance(steps, int) or steps < 1:
