@@ -88,14 +88,20 @@ def test_offline_falls_back_to_the_bundled_bert(hub_cache, capsys):
     assert PREFERRED in info.loaded() and "Loaded" in info.loaded()
 
 
-def test_a_model_that_is_not_bert_is_refused_with_the_fix(tmp_path):
+def test_a_model_that_is_not_bert_is_refused_with_the_fix(
+    tmp_path, monkeypatch
+):
     from transformers import GPT2Config, LlamaConfig
 
     for config in (GPT2Config(n_layer=1), LlamaConfig(num_hidden_layers=1)):
         folder = tmp_path / config.model_type
         config.save_pretrained(folder)
+        monkeypatch.setenv("MHA_CHECKPOINT", str(folder))  # set by a reader
         with pytest.raises(ValueError, match="not a BERT encoder.*Set MHA"):
-            load_checkpoint(str(folder))
+            load_checkpoint()
+        monkeypatch.delenv("MHA_CHECKPOINT")
+        with pytest.raises(ValueError, match="BERT encoder.*Pass a BERT.*no"):
+            load_checkpoint(str(folder))  # passed by name
 
 
 def test_a_folder_without_a_tokenizer_is_refused_with_the_fix(tmp_path):

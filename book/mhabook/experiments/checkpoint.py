@@ -186,23 +186,28 @@ def resolve(name=None):
     )
 
 
-def check_is_bert(path, display):
-    """Refuse a checkpoint that is not a BERT encoder, naming the fix."""
+def check_is_bert(path, display, given=False):
+    """Refuse a checkpoint that is not a BERT encoder, naming the fix: for
+    a name `given` to load_checkpoint, what to pass; else how to set
+    MHA_CHECKPOINT."""
+    use = "pass" if given else f"set {ENV_VAR} to"
+    opening = use[0].upper() + use[1:]  # the same, to open a sentence
     if os.path.isdir(path) and not os.path.isfile(
         os.path.join(path, "config.json")
     ):
         raise OSError(
-            f"{display} ({path}) has no config.json: set {ENV_VAR} to the "
-            f"folder that model.save_pretrained(folder) wrote, which holds "
-            f"config.json beside the weights"
+            f"{display} ({path}) has no config.json: {use} the folder that "
+            f"model.save_pretrained(folder) wrote, which holds config.json "
+            f"beside the weights"
         )
     config = AutoConfig.from_pretrained(path)
     if config.model_type != "bert":
+        other = "call it with no name" if given else f"unset {ENV_VAR}"
         raise ValueError(
             f"{display} is a {config.model_type!r} model, not a BERT "
             f"encoder: this chapter reads BERT's self-attention "
-            f"(BertModel). Set {ENV_VAR} to a BERT checkpoint, such as "
-            f"{PREFERRED}, or unset it to use the bundled one."
+            f"(BertModel). {opening} a BERT checkpoint, such as "
+            f"{PREFERRED}, or {other} to use the bundled one."
         )
 
 
@@ -249,7 +254,7 @@ def load_checkpoint(name=None):
     eager attention, so it can return attention weights."""
     quiet_hub()
     path, display, source = resolve(name)
-    check_is_bert(path, display)
+    check_is_bert(path, display, given=name is not None)
     tokenizer = tokenizer_for(path, display)
     try:
         model = AutoModel.from_pretrained(path, attn_implementation="eager")
