@@ -841,8 +841,9 @@ def test_the_page_verdicts_flip_when_the_planted_heads_are_removed():
     assert found["c2_forward"][0] is found["swap_holds"][0] is False
     assert found["pattern_halves"][0] == "none"
     assert found["c2_upper"][0] == "same"
-    # layer 0 as strong as nothing: no test finds it
-    assert found["upper_enough"] == (False, "too seldom to decide")
+    # layer 0 as strong as nothing: no number of pairs finds it
+    numbers = testing.page_numbers(planted_results(flies_heads=()))
+    assert numbers["upper_needed"] == "more pairs than any test could have"
 
 
 RULE_OUTCOMES = {

@@ -141,7 +141,7 @@ SINK = {"more": "[CLS] takes more", "less": "[SEP] takes more"}
 SINK["same"] = "the two are about level"
 # Whether layer 0 draws a weak form of the source's picture: the held-out
 # score's interval (the least-lifted target, 1 an even share) above 1.
-SEEN = {True: "one head leans weakly to each target"}
+SEEN = {True: "one head favours all three targets slightly"}
 SEEN[False] = "no head clearly favours the targets"
 
 

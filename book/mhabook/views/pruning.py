@@ -129,8 +129,6 @@ def page_numbers(result):
         "task_none": r.task_none,
         "fid_none": r.fid_none,
         "cos_paraphrase": r.cos_paraphrase,
-        # how far half the heads go towards none: 0 nothing moved, 1 none
-        "half_way": (1 - r.fid_half) / (1 - r.fid_none),
         "cos_partner": r.cos_partner,
         "word_score": r.word_score,
         "p_words": r.p_words,

@@ -227,7 +227,6 @@ def page_numbers(results):
         "upper_heads": (num_layers - first_searched_layer(num_layers))
         * num_heads,
         "upper_sd": c2.upper_sd,
-        "upper_power": c2.upper_power,
         "upper_needed": (  # pairs_needed's cap: no effect to find
             f"{c2.upper_needed} held-out pairs or more"
             if c2.upper_needed < 10_000
@@ -358,15 +357,6 @@ def page_verdicts(results):
                 "more": "is above an even share",
                 "same": "cannot be told from an even share",
                 "less": "is below an even share",
-            },
-        ),
-        (
-            "upper_enough",
-            "above",
-            (c2.upper_power, 0.8),
-            {
-                True: "for an effect that size",
-                False: "too seldom to decide",
             },
         ),
         (
