@@ -28,7 +28,10 @@ def heads_learned(runs, config, run=0):
     ids = runs.held_out[0][0]
     maps = [_maps(m[run], ids) for m in (runs.untrained, runs.trained)]
     titles = [
-        [f"head {i}, {when}" for i in range(len(maps[0]))]
+        [
+            f"seed {runs.seeds[run]}: head {i}, {when}"
+            for i in range(len(maps[0]))
+        ]
         for when in ("before", "after")
     ]
     return attention_grid(maps, token_names(config, ids), titles)
