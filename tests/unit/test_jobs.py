@@ -347,11 +347,28 @@ def test_the_study_runs_on_a_random_bert_and_finds_no_job_there(tmp_path):
         claim.layer0_swapped.score.mean,
     )
     # the page's verdicts: each decided, each outcome of its rule phrased
+    from mhabook.experiments.checkpoint import BUNDLED, PREFERRED, Checkpoint
     from mhabook.experiments.verdicts import decide
 
-    verdicts = gallery.page_verdicts(study, first)
+    def read(name):  # the page's words for a checkpoint of that name
+        loaded = Checkpoint(name, "test", 2, 2, 8)
+        found = gallery.page_verdicts(study, first, loaded)
+        return {n: decide(*rest)[1] for n, *rest in found}
+
+    assert (
+        read(BUNDLED)["model_phrase"]
+        == "the small model bundled with the book"
+    )
+    assert read(BUNDLED)["source_loaded"] == "this page reads another model"
+    assert read(PREFERRED)["model_phrase"] == "the loaded model"
+    assert read(PREFERRED)["source_loaded"] == "this page reads that model"
+    verdicts = gallery.page_verdicts(
+        study, first, Checkpoint(BUNDLED, "", 2, 2, 8)
+    )
     names = [name for name, *_ in verdicts]
     assert names == [
+        "model_phrase",
+        "source_loaded",
         "jobs_done",
         "first_look",
         "sink_side",
@@ -370,7 +387,7 @@ def test_the_study_runs_on_a_random_bert_and_finds_no_job_there(tmp_path):
     gap = numbers["cls_median"] - numbers["sep_median"]
     assert sink == (gap, gap, -0.01, 0.01)  # within a point: level
     assert study.jobs_done == 0  # so the page says "none has"
-    assert decide(*verdicts[0][1:])[1] == "none has"
+    assert decide(*verdicts[2][1:])[1] == "none has"
 
 
 def test_on_pair_reads_the_jobs_own_row_and_refuses_a_head_of_no_job():

@@ -1012,7 +1012,7 @@ class ClaimTwo:
     upper: FliesTest  # the best head of layers 1 and up
     upper_swapped: FliesTest  # the same search, chosen on the odd pairs
     # the upper test's power (`mean_power`) against a head of layers 1 and
-    # up as strong as `layer0` held out, with `upper`'s spread of scores;
+    # up like `layer0` held out: its mean and its spread of scores (sd);
     # and the held-out pairs that reach 80% (`pairs_needed`)
     upper_sd: float
     upper_power: float
@@ -1062,7 +1062,8 @@ def claim_two(flies, seed=0):
     rows = rows[list(source["flies"])]  # (2, T)
     words = rows[0].masked_fill(~is_word(source), -1.0)
     top = words.argsort(descending=True)[:2].tolist()
-    sd = float(upper.score.values.std()) if len(upper.score.values) > 1 else 0
+    held = layer0.score.values  # the layer-0 head's held-out scores
+    sd = float(held.std()) if len(held) > 1 else 0.0
     effect = layer0.score.mean - 1
     n_confirm = len(flies[1::2])
     return ClaimTwo(

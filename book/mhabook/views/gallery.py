@@ -145,9 +145,17 @@ SEEN = {True: "one head favours all three targets slightly"}
 SEEN[False] = "no head clearly favours the targets"
 
 
-def page_verdicts(study, first):
+# Which model the page reads: the bundled one, and the source's or not.
+MODEL = {True: "the small model bundled with the book"}
+MODEL[False] = "the loaded model"
+SOURCE_MODEL = {True: "this page reads that model"}
+SOURCE_MODEL[False] = "this page reads another model"
+
+
+def page_verdicts(study, first, checkpoint):
     """[(name, rule, args, phrases), ...]: each verdict real_heads glues,
-    for `study` (a `RealHeads`) with the head view opened on `first`."""
+    for `study` (a `RealHeads`) with the head view opened on `first`, and
+    `checkpoint` (a `Checkpoint`) the model it read."""
     done = study.jobs_done
     count = f"{done} {'has' if done == 1 else 'have'}"
     have = {"none": "none has", "some": count, "most": count}
@@ -156,6 +164,13 @@ def page_verdicts(study, first):
     gap = study.job("[CLS]").median - study.job("[SEP]").median
     in_b = int(study.source_top_sides[0] == "B")  # A's "flies", top word
     return [
+        ("model_phrase", "above", (int(checkpoint.is_bundled), 0), MODEL),
+        (
+            "source_loaded",
+            "above",
+            (int(checkpoint.is_bert_base), 0),
+            SOURCE_MODEL,
+        ),
         ("jobs_done", "how_many", (done, len(study.word_jobs)), have),
         ("first_look", "above", (study.on_pair(first), 0.5), look),
         ("sink_side", "compare", (gap, gap, -0.01, 0.01), SINK),

@@ -187,7 +187,8 @@ def page_numbers(results):
         "ex_share": share,
         "ex_lift": share * sum(words),
         "ex_before_word": c2.source_tokens[before],
-        "ex_before": c2.source_rows[0, before].item(),
+        # on the same scale as ex_share: a share of the weight on words
+        "ex_before": (row[before] / row[torch.tensor(words)].sum()).item(),
         "n_pairs": results.n_pairs,
         "n_flies": results.n_flies,
         "n_pronouns": results.n_pronouns,
