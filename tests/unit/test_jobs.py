@@ -346,6 +346,13 @@ def test_the_study_runs_on_a_random_bert_and_finds_no_job_there(tmp_path):
         claim.layer0_swapped.head,
         claim.layer0_swapped.score.mean,
     )
+    # the head view's buttons: the jobs, then the "flies" head of "And head 8?"
+    assert study.presets[:-1] == study.jobs
+    assert study.presets[-1] == (
+        f'"flies" picture: layer 0, head {flies.head}',
+        0,
+        flies.head,
+    )
     # the page's verdicts: each decided, each outcome of its rule phrased
     from mhabook.experiments.checkpoint import BUNDLED, PREFERRED, Checkpoint
     from mhabook.experiments.verdicts import decide

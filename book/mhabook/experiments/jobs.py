@@ -264,6 +264,14 @@ class RealHeads:
     largest_difference: float  # the chapter's layers against the model's
 
     @property
+    def presets(self):
+        """The head view's buttons: each job's best head, then the layer-0
+        head that best draws the source's "flies" picture."""
+        flies = self.flies.layer, self.flies.head
+        label = f'"flies" picture: layer {flies[0]}, head {flies[1]}'
+        return [*self.jobs, (label, *flies)]
+
+    @property
     def word_jobs(self):
         """The jobs whose targets are words: all but `PARKING`."""
         return [job for job in self.jobs if job.name not in PARKING]
