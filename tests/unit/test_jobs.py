@@ -242,7 +242,7 @@ def test_the_picture_table_says_yes_no_or_cannot_tell_for_each_choice():
     assert rows[3].endswith("| yes | no: the word before wins |")
     unclear = flies_test(1.1, rival_low=-0.1)
     rows = gallery.picture_table(unclear, unclear).data.splitlines()
-    assert rows[3].endswith("| cannot tell | cannot tell |")
+    assert rows[3].endswith("| too close to tell | too close to tell |")
     assert (
         len(gallery.picture_table(even, odd, rival=False).data.splitlines())
         == 3

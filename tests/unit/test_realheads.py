@@ -1087,3 +1087,19 @@ def test_the_pairs_needed_read_as_words_and_the_cap_is_not_a_number():
     assert testing.page_numbers(capped)["upper_needed"] == (
         "more pairs than any test could have"
     )
+
+
+def test_the_recipes_subject_weight_is_a_share_of_the_weight_on_words():
+    import dataclasses
+
+    results = planted_results()
+    rows = results.claim2.source_rows.clone()
+    rows[0] = rows[0] / 2  # "flies" in A: half its weight moves to [CLS]
+    rows[0, 0] += 0.5
+    claim2 = dataclasses.replace(results.claim2, source_rows=rows)
+    moved = testing.page_numbers(dataclasses.replace(results, claim2=claim2))
+    before = testing.page_numbers(results)
+    # the subject's share of the words' weight is unchanged, as the target's
+    assert moved["ex_share"] == pytest.approx(before["ex_share"])
+    assert moved["ex_before"] == pytest.approx(before["ex_before"])
+    assert rows[0, 1] == pytest.approx(before["ex_before"] / 2)  # raw: half

@@ -113,7 +113,7 @@ def picture_table(flies, swapped, rival=True):
     (`realheads.FliesTest`)."""
     pattern = {True: "yes", False: "no"}
     wins = {"more": "yes", "less": "no: the word before wins"}
-    wins["same"] = "cannot tell"
+    wins["same"] = "too close to tell"
     header = [
         "checked on the held-out pairs",
         f"head {flies.head}, chosen on the even pairs",
@@ -129,7 +129,7 @@ def picture_table(flies, swapped, rival=True):
     ]
     if rival:
         rows.append(
-            ["A's target over the word before"]
+            ['A\'s target gets more than the word before "flies"']
             + [wins[t.target_wins] for t in (flies, swapped)]
         )
     return markdown_table(header, rows)
