@@ -573,7 +573,7 @@ def lab_opening(
     tokenizer, bert = load_bert(path)
     a_tokens = check_sentence(tokenizer, text_a)  # A, without [CLS]
     check_sentence(tokenizer, text_b, at_least=1)  # B: a word or more
-    why = "The lab opens where they link most."
+    why = "Both words must be in sentence A."
     it, ref = (  # their places in the pair, after [CLS]
         1 + word_position(a_tokens, w, text_a, tokenizer, name, why)
         for w, name in ((pronoun, "pronoun"), (referent, "referent"))
