@@ -447,8 +447,10 @@ def test_the_figures_draw_what_the_record_holds(planted):
     _, _, _, result = planted
     fig = pruning_curves(result)
     top, bottom = fig.axes[:2]
-    curve = top.get_lines()[1]  # the random mean, then least important first
+    mean, every, curve = top.get_lines()[:3]  # random: mean, each at half
     assert list(curve.get_xdata()) == list(result.by_importance)
+    assert list(every.get_xdata()) == [result.half] * len(result.random_half)
+    assert list(every.get_ydata()) == result.rand_fids  # all, not a few
     assert bottom.get_lines()[-1].get_ydata()[0] == result.limit
     plt.close(fig)
     fig = behaviour_scatter(result)

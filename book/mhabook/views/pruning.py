@@ -15,8 +15,9 @@ BEHAVIOURS = {
 
 def pruning_curves(result):
     """Fidelity (top) and task score (bottom) against heads removed:
-    least important first, random orders as a band and their mean, and
-    whole layers; the task's threshold as a dotted line."""
+    least important first, random orders as a band and their mean (with
+    every order's value at `half`), and whole layers; the task's threshold
+    as a dotted line."""
     fig, axes = plt.subplots(
         2, 1, figsize=(4.8, 7), sharex=True, layout="constrained"
     )
@@ -38,6 +39,15 @@ def pruning_curves(result):
             label=f"{len(values)} random orders (range)",
         )
         ax.plot(ks, values.mean(0), color=PALETTE[4], label="their mean")
+        at_half = [v[m] for v in result.random_half]  # every order drawn
+        ax.plot(
+            [result.half] * len(at_half),
+            at_half,
+            "_",
+            color=PALETTE[4],
+            markersize=9,
+            label=f"{len(at_half)} random orders at {result.half}",
+        )
         for curve, style, colour, name in lines:
             ys = [v[m] for v in curve.values()]
             ax.plot(list(curve), ys, style, color=colour, label=name)
