@@ -149,6 +149,10 @@ def test_a_data_file_saved_with_a_byte_order_mark_reads_the_same(
     assert embedding.load_lines("set.txt") == ["first", "second"]
     with pytest.raises(FileNotFoundError, match="use one of set.txt"):
         embedding.load_lines("sets.txt")
+    (tmp_path / "set.txt").write_text("first\nsecond\nfirst \n")
+    with pytest.raises(ValueError, match="set.txt, line 3, repeats line 1"):
+        embedding.load_lines("set.txt")  # it would count twice
+    assert embedding.load_lines("set.txt", repeats=True)[2] == "first "
     (tmp_path / "set.txt").write_text("# only a comment\n\n")
     with pytest.raises(ValueError, match="set.txt has no lines but blank"):
         embedding.load_lines("set.txt")

@@ -14,9 +14,11 @@ import torch.nn.functional as F
 DATA = Path(__file__).resolve().parents[2] / "data"
 
 
-def load_lines(name):
+def load_lines(name, repeats=False):
     """The non-empty, non-comment lines of book/data/<name> (a byte-order
-    mark, as some editors save one, is dropped); a ValueError if none."""
+    mark, as some editors save one, is dropped); a ValueError if none, or
+    if a line repeats an earlier one (unless `repeats`): it would count
+    twice."""
     path = DATA / name
     if not path.is_file():
         there = ", ".join(
@@ -27,7 +29,17 @@ def load_lines(name):
             f"there"
         )
     lines = path.read_text(encoding="utf-8-sig").splitlines()
-    kept = [line for line in lines if line.strip() and line[0] != "#"]
+    kept, seen = [], {}
+    for number, line in enumerate(lines, 1):
+        if not line.strip() or line[0] == "#":
+            continue
+        if line.strip() in seen and not repeats:
+            raise ValueError(
+                f"book/data/{name}, line {number}, repeats line "
+                f"{seen[line.strip()]}: it would count twice. Delete one"
+            )
+        seen.setdefault(line.strip(), number)
+        kept.append(line)
     if not kept:
         raise ValueError(
             f"book/data/{name} has no lines but blank ones and comments: "

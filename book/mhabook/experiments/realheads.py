@@ -324,7 +324,7 @@ def load_table(name):
     each a `Row` that knows its line. Raises a ValueError naming the file,
     the line and the expected columns when a row of a set in `COLUMNS` has
     another number of columns, or an empty column, or repeats a row."""
-    load_lines(name)  # refuses a missing file, naming the ones there
+    load_lines(name, repeats=True)  # refuses a missing file (rows: below)
     columns = COLUMNS.get(name)
     lines = (DATA / name).read_text(encoding="utf-8-sig").splitlines()
     rows = []
