@@ -1,4 +1,5 @@
-"""Run a pretrained BERT on a sentence pair and measure its heads (section 4).
+"""Run a BERT checkpoint (by default the bundled all-MiniLM-L6-v2) on a
+sentence pair and measure its heads (sections 4 and 7).
 
 Shapes: L layers, h heads, T tokens. `attention` is the (L, h, T, T) stack
 of one example's attention weights.

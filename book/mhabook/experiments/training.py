@@ -1,4 +1,4 @@
-"""Watch heads learn (section 2): a tiny attention model trained on a task
+"""Watch heads learn (section 6): a tiny attention model trained on a task
 that needs two kinds of lookup, small enough to train on a CPU in seconds.
 `heads_learn` trains it from several seeds side by side and scores each
 run: the page's one call.
