@@ -629,3 +629,21 @@ def test_attention_shares_by_length_equal_one_padded_batch():
     by_length = attention_shares_by_length(model, tokenizer, text, special)
     for name in padded:
         assert torch.allclose(by_length[name], padded[name], atol=1e-5)
+
+
+def test_rows_whose_partner_is_closer_than_the_paraphrase_are_refused():
+    sentences, rows = tiny_set()
+    # the partner repeats the sentence: the full model always picks it,
+    # as when a reader swaps the paraphrase and partner columns
+    swapped = [(s, "arrow arrow arrow arrow", s) for s, _, _ in rows]
+    with pytest.raises(ValueError, match="paraphrase, partner, in that"):
+        heads_needed_results(
+            planted_bert(),
+            tiny_tokenizer(),
+            sentences,
+            swapped,
+            "time flies",
+            every=2,
+            n_orders=5,
+            n_curves=2,
+        )

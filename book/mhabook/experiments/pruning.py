@@ -713,6 +713,13 @@ def heads_needed_results(
     task_full, task_none, word_score = (
         r.float().mean().item() for r in (right_full, right_none, right_words)
     )
+    if task_full < 0.25:  # far below a coin: the partner looks closer
+        raise ValueError(
+            f"with every head in place, the model picks the paraphrase on "
+            f"only {task_full:.0%} of the rows of paraphrases.tsv, far below "
+            f"a coin's 50%: check that each row reads sentence, paraphrase, "
+            f"partner, in that order"
+        )
     vs_words = paired_counts(right_full, right_words)
     vs_none = paired_counts(right_full, right_none)
 
