@@ -208,7 +208,9 @@ def test_the_previous_token_floor_counts_position_0_as_a_guess():
     assert previous_only_accuracy(partner, 4) == pytest.approx(0.625)
 
 
-def test_the_numbers_are_what_the_record_holds_rounded_as_the_text_reads():
+def split_and_unsplit():
+    """Two runs on 100 held-out sequences: the first splits the jobs, the
+    second puts both heads on the previous token and matches 38%."""
     runs = record(
         after=[
             [[0.9876, 0.14], [0.14, 0.9712]],  # head 0 previous, 1 matching
@@ -216,7 +218,11 @@ def test_the_numbers_are_what_the_record_holds_rounded_as_the_text_reads():
         ],
         accuracy=[[1.0, 0.9987], [1.0, 0.38]],
     )
-    runs = dataclasses.replace(runs, held_out=(torch.zeros(100, 8),))
+    return dataclasses.replace(runs, held_out=(torch.zeros(100, 8),))
+
+
+def test_the_numbers_are_what_the_record_holds_rounded_as_the_text_reads():
+    runs = split_and_unsplit()
     numbers = runs.numbers(TinyConfig())
     assert numbers["job_previous"] == 0 and numbers["job_matching"] == 1
     assert numbers["specialist_min"] == 0.971  # "at least": rounded down
@@ -232,14 +238,7 @@ def test_the_numbers_are_what_the_record_holds_rounded_as_the_text_reads():
 def test_the_page_verdicts_read_the_first_and_the_weakest_run():
     from mhabook.experiments.verdicts import decide
 
-    runs = record(
-        after=[
-            [[0.9876, 0.14], [0.14, 0.9712]],  # head 0 previous, 1 matching
-            [[0.99, 0.16], [0.97, 0.16]],  # both heads on the previous token
-        ],
-        accuracy=[[1.0, 0.9987], [1.0, 0.38]],
-    )
-    runs = dataclasses.replace(runs, held_out=(torch.zeros(100, 8),))
+    runs = split_and_unsplit()
     found = {
         name: decide(rule, args, phrases)[1]
         for name, rule, args, phrases in runs.page_verdicts(TinyConfig())

@@ -31,14 +31,15 @@ def load_lines(name, repeats=False):
     lines = path.read_text(encoding="utf-8-sig").splitlines()
     kept, seen = [], {}
     for number, line in enumerate(lines, 1):
-        if not line.strip() or line[0] == "#":
+        text = line.strip()
+        if not text or line[0] == "#":
             continue
-        if line.strip() in seen and not repeats:
+        if text in seen and not repeats:
             raise ValueError(
                 f"book/data/{name}, line {number}, repeats line "
-                f"{seen[line.strip()]}: it would count twice. Delete one"
+                f"{seen[text]}: it would count twice. Delete one"
             )
-        seen.setdefault(line.strip(), number)
+        seen.setdefault(text, number)
         kept.append(line)
     if not kept:
         raise ValueError(
