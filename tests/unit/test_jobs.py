@@ -364,11 +364,11 @@ def test_the_study_runs_on_a_random_bert_and_finds_no_job_there(tmp_path):
 
     assert (
         read(BUNDLED)["model_phrase"]
-        == "the small model bundled with the book"
+        == "the book's stand-in for the source's BERT-base"
     )
-    assert read(BUNDLED)["source_loaded"] == "this page reads another model"
+    assert read(BUNDLED)["source_loaded"] == "another model"
     assert read(PREFERRED)["model_phrase"] == "the loaded model"
-    assert read(PREFERRED)["source_loaded"] == "this page reads that model"
+    assert read(PREFERRED)["source_loaded"] == "that model"
     verdicts = gallery.page_verdicts(
         study, first, Checkpoint(BUNDLED, "", 2, 2, 8)
     )

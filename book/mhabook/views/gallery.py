@@ -146,10 +146,9 @@ SEEN[False] = "no head clearly favours the targets"
 
 
 # Which model the page reads: the bundled one, and the source's or not.
-MODEL = {True: "the small model bundled with the book"}
+MODEL = {True: "the book's stand-in for the source's BERT-base"}
 MODEL[False] = "the loaded model"
-SOURCE_MODEL = {True: "this page reads that model"}
-SOURCE_MODEL[False] = "this page reads another model"
+SOURCE_MODEL = {True: "that model", False: "another model"}
 
 
 def page_verdicts(study, first, checkpoint):
