@@ -235,6 +235,19 @@ EDITS = [
     ),
     Edit(
         "one_head",
+        "the order as it was",
+        (
+            change(
+                "order = torch.arange(",
+                "torch.arange(len(tokens)).flip(0)",
+                "torch.arange(len(tokens))",
+            ),
+        ),
+        until="order = torch.arange(",
+        refuses="leaves every token in place",
+    ),
+    Edit(
+        "one_head",
         "random order",
         (
             change(

@@ -112,10 +112,16 @@ def test_the_message_names_the_variable_and_why(tokenizer):
 
 
 @pytest.mark.parametrize(
-    "order", [torch.tensor([2, 0, 1]), [1, 0, 2], torch.randperm(3)]
+    "order", [torch.tensor([2, 0, 1]), [1, 0, 2], torch.arange(3).flip(0)]
 )
 def test_an_order_that_lists_every_position_once_passes(order):
     assert check_order(order, 3) is None
+
+
+def test_an_order_that_moves_nothing_is_refused_but_one_token_passes():
+    with pytest.raises(ValueError, match=r"torch.arange\(3\).flip\(0\)"):
+        check_order(torch.arange(3), 3)
+    assert check_order([0], 1) is None  # one token: nothing to move
 
 
 @pytest.mark.parametrize("order", [[4, 2, 0, 3, 1], [0, 0, 1], [0, 1]])

@@ -144,6 +144,12 @@ def check_order(order, num_tokens):
             f"that lists 0 to {num_tokens - 1} once, such as "
             f"torch.randperm({num_tokens})"
         )
+    if num_tokens > 1 and order.flatten().tolist() == listed:
+        raise ValueError(
+            f"order {listed} leaves every token in place, so there is no "
+            f"reordering to compare: use another order, such as "
+            f"torch.arange({num_tokens}).flip(0)"
+        )
 
 
 def word_position(tokens, word, text=None, tokenizer=None, name=None, why=""):
