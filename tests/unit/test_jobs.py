@@ -364,7 +364,7 @@ def test_the_study_runs_on_a_random_bert_and_finds_no_job_there(tmp_path):
 
     assert (
         read(BUNDLED)["model_phrase"]
-        == "the book's stand-in for the source's BERT-base"
+        == "a sentence encoder, not the source's BERT-base"
     )
     assert read(BUNDLED)["source_loaded"] == "another model"
     assert read(PREFERRED)["model_phrase"] == "the loaded model"
@@ -381,6 +381,7 @@ def test_the_study_runs_on_a_random_bert_and_finds_no_job_there(tmp_path):
         "sink_side",
         "flies_seen",
         "flies_top_side",
+        "flies_before",
     ]
     for name, rule, args, phrases in verdicts:
         decide(rule, args, phrases)

@@ -20,11 +20,9 @@ from mhabook.experiments.realheads import (
     flies_test,
     lifts,
     load_table,
-    mean_power,
     model_attentions,
     offset_sums,
     own_sentence_ratio,
-    pairs_needed,
     position,
     power_curve,
     pronouns_result,
@@ -563,10 +561,6 @@ def test_claim_two_reports_layer_0_and_layers_above_it():
     assert set(c2.source_top) <= {"x", "f", "y"}
     assert c2.n_choose == c2.n_confirm == 4
     assert c2.even_scores.shape == (2, 2)
-    # claim_head's weakest target is 0.25 on every pair: no spread, so a
-    # head as strong as layer 0's (3.3) is found at once
-    assert c2.upper_sd == pytest.approx(0.0, abs=1e-6)
-    assert c2.upper_power == 1.0 and c2.upper_needed == 2
 
 
 def test_a_search_kept_to_layer_0_ignores_a_better_head_above_it():
@@ -575,26 +569,6 @@ def test_a_search_kept_to_layer_0_ignores_a_better_head_above_it():
     layer0 = flies_test(flies, stop=1)
     assert (layer0.layer, layer0.head) == (0, 0)
     assert all_above(layer0.pattern_margins, 0)
-
-
-def test_the_power_of_a_mean_and_the_pairs_it_needs():
-    assert mean_power(1.0, 0.98, 4) == pytest.approx(0.5, abs=1e-3)
-    assert mean_power(1.0, 0.0, 100) == pytest.approx(0.025, abs=1e-3)
-    needed = pairs_needed(1.0, 0.5)  # (1.96 + 0.84)^2 / 0.25 = 31.4
-    assert needed == 32
-    assert mean_power(1.0, 0.5, needed) >= 0.8 > mean_power(1.0, 0.5, 31)
-    assert pairs_needed(1.0, 0.0) == pairs_needed(1.0, -0.2) == 10_000
-    assert mean_power(0.0, 0.1, 3) == 1.0 and pairs_needed(0.0, 0.1) == 2
-
-
-def test_the_power_matches_the_bootstrap_test_it_stands_for():
-    """Simulated sets of 16 pairs whose scores are spread by 0.5 around
-    1.3: the share whose bootstrap interval lies above 1 is near the
-    normal approximation's power."""
-    generator = torch.Generator().manual_seed(0)
-    sets = 1.3 + 0.5 * torch.randn(200, 16, generator=generator)
-    passed = sum(Estimate.of(s, seed=i).low > 1 for i, s in enumerate(sets))
-    assert passed / 200 == pytest.approx(mean_power(0.5, 0.3, 16), abs=0.1)
 
 
 def test_estimate_gives_a_mean_an_interval_and_a_count():
@@ -841,9 +815,6 @@ def test_the_page_verdicts_flip_when_the_planted_heads_are_removed():
     assert found["c2_forward"][0] is found["swap_holds"][0] is False
     assert found["pattern_halves"][0] == "none"
     assert found["c2_upper"][0] == "same"
-    # layer 0 as strong as nothing: no number of pairs finds it
-    numbers = testing.page_numbers(planted_results(flies_heads=()))
-    assert numbers["upper_needed"] == "more pairs than any test could have"
 
 
 RULE_OUTCOMES = {
@@ -1073,21 +1044,6 @@ def test_a_layer_the_model_lacks_and_a_sentence_that_is_not_text():
             realheads.attention_block(model, layer)
     with pytest.raises(TypeError, match="give each sentence as a string"):
         realheads.run_example(model, tiny_tokenizer(), "time flies", 3)
-
-
-def test_the_pairs_needed_read_as_words_and_the_cap_is_not_a_number():
-    import dataclasses
-
-    results = planted_results()
-    numbers = testing.page_numbers(results)
-    assert numbers["upper_needed"] == "2 held-out pairs or more"
-    capped = dataclasses.replace(
-        results,
-        claim2=dataclasses.replace(results.claim2, upper_needed=10_000),
-    )
-    assert testing.page_numbers(capped)["upper_needed"] == (
-        "more pairs than any test could have"
-    )
 
 
 def test_the_recipes_subject_weight_is_a_share_of_the_weight_on_words():

@@ -5,7 +5,6 @@ Shapes: L layers, h heads, T tokens. `attention` is the (L, h, T, T) stack
 of one example's attention weights.
 """
 
-import math
 from dataclasses import dataclass
 
 import torch
@@ -1014,12 +1013,6 @@ class ClaimTwo:
     layer0_swapped: FliesTest  # the same search, chosen on the odd pairs
     upper: FliesTest  # the best head of layers 1 and up
     upper_swapped: FliesTest  # the same search, chosen on the odd pairs
-    # the upper test's power (`mean_power`) against a head of layers 1 and
-    # up like `layer0` held out: its mean and its spread of scores (sd);
-    # and the held-out pairs that reach 80% (`pairs_needed`)
-    upper_sd: float
-    upper_power: float
-    upper_needed: int
     source_tokens: list  # the source's pair (the set's first row)
     source_rows: torch.Tensor  # (2, T) `layer0`'s rows of "flies" in A, B
     source_targets: list  # positions of the pair's three targets
@@ -1029,30 +1022,6 @@ class ClaimTwo:
     n_choose: int
     n_confirm: int
     source_flies: tuple  # positions of "flies" in A and in B
-
-
-Z_95, Z_80 = 1.959964, 0.841621  # normal quantiles: 97.5% and 80%
-
-
-def mean_power(sd, effect, n):
-    """The chance that a mean of n pairs' scores, each spread by `sd`
-    around 1 + `effect`, has a 95% interval above 1 (a normal
-    approximation: Phi(sqrt(n) * effect / sd - 1.96))."""
-    if sd <= 0:
-        return 1.0 if effect > 0 else 0.0
-    z = n**0.5 * effect / sd - Z_95
-    return 0.5 * (1 + math.erf(z / 2**0.5))
-
-
-def pairs_needed(sd, effect, most=10_000):
-    """The fewest pairs whose `mean_power` reaches 80% (at least 2), or
-    `most` when none up to it does (no effect: none ever will)."""
-    if effect <= 0:
-        return most
-    if sd <= 0:
-        return 2
-    n = math.ceil(((Z_95 + Z_80) * sd / effect) ** 2)
-    return min(max(n, 2), most)
 
 
 def claim_two(flies, seed=0):
@@ -1065,19 +1034,12 @@ def claim_two(flies, seed=0):
     rows = rows[list(source["flies"])]  # (2, T)
     words = rows[0].masked_fill(~is_word(source), -1.0)
     top = words.argsort(descending=True)[:2].tolist()
-    held = layer0.score.values  # the layer-0 head's held-out scores
-    sd = float(held.std()) if len(held) > 1 else 0.0
-    effect = layer0.score.mean - 1
-    n_confirm = len(flies[1::2])
     return ClaimTwo(
         even_scores=flies_scores(flies)[0::2].mean(0),
         layer0=layer0,
         layer0_swapped=flies_test(flies, seed=seed, swap=True, stop=1),
         upper=upper,
         upper_swapped=flies_test(flies, first=first, seed=seed, swap=True),
-        upper_sd=sd,
-        upper_power=mean_power(sd, effect, n_confirm),
-        upper_needed=pairs_needed(sd, effect),
         source_tokens=source["tokens"],
         source_rows=rows,
         source_targets=list(source["targets"]),
@@ -1086,7 +1048,7 @@ def claim_two(flies, seed=0):
         source_top_at=top,
         source_flies=tuple(int(i) for i in source["flies"]),
         n_choose=len(flies[0::2]),
-        n_confirm=n_confirm,
+        n_confirm=len(flies[1::2]),
     )
 
 

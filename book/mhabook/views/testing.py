@@ -8,7 +8,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
-from ..experiments.realheads import first_searched_layer, head8_counts
+from ..experiments.realheads import head8_counts
 from .plotting import PALETTE, head_scatter
 
 
@@ -195,6 +195,7 @@ def page_numbers(results):
         # claim 1
         "c1_bar": c1.bar,
         "c1_replicated": c1.replicated,
+        "c1_rest": c1.n_heads - c1.replicated,  # the heads that do not pass
         "c1_reversed": c1.reversed,
         "c1_candidates": c1.candidates,
         "c1_chance": 0.025 * c1.candidates,  # odd intervals above by luck
@@ -224,14 +225,6 @@ def page_numbers(results):
         "upper_swap_layer": c2.upper_swapped.layer,
         "upper_swap_head": c2.upper_swapped.head,
         **_estimate("upper_swap_score", c2.upper_swapped.score),
-        "upper_heads": (num_layers - first_searched_layer(num_layers))
-        * num_heads,
-        "upper_sd": c2.upper_sd,
-        "upper_needed": (  # pairs_needed's cap: no effect to find
-            f"{c2.upper_needed} held-out pairs or more"
-            if c2.upper_needed < 10_000
-            else "more pairs than any test could have"
-        ),
         # pronouns
         "p_ties": len(p.tied),
         "p_choose": p.accuracy.max().item(),
