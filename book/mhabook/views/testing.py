@@ -62,49 +62,6 @@ def flies_bars(rows, tokens, targets, names, ax=None):
     return ax
 
 
-def interval_rows(tests, names, labels, reference=0.0, ax=None):
-    """A mean and its 95% interval per row, for each of several tests.
-
-    tests: one (R, 3) array of (mean, low, high) per test, drawn in its own
-    colour and offset; names: the tests; labels: the R rows, top first;
-    reference: a dotted line (no effect).
-    """
-    tests = [_array(t) for t in tests]
-    if any(t.shape != (len(labels), 3) for t in tests):
-        raise ValueError(
-            f"each test needs a ({len(labels)}, 3) array of mean, low, "
-            f"high, one row per label"
-        )
-    if ax is None:
-        height = 0.3 * len(labels) * max(len(tests), 2) / 2 + 1.5
-        _, ax = plt.subplots(figsize=(4.8, height), layout="constrained")
-    y = np.arange(len(labels))[::-1]  # the first row on top
-    step = 0.6 / max(len(tests), 1)
-    markers = "osD^v"
-    for i, (test, name) in enumerate(zip(tests, names)):
-        shift = (len(tests) - 1) / 2 * step - i * step
-        ax.errorbar(
-            test[:, 0],
-            y + shift,
-            xerr=[test[:, 0] - test[:, 1], test[:, 2] - test[:, 0]],
-            fmt=markers[i % len(markers)],
-            color=PALETTE[i % len(PALETTE)],
-            capsize=2,
-            label=name,
-        )
-    ax.axvline(reference, color="#333333", lw=1, ls=":")
-    ax.set_yticks(y, labels)
-    ax.spines["left"].set_visible(False)
-    ax.tick_params(axis="y", length=0)
-    ax.legend(
-        frameon=False,
-        loc="upper center",
-        bbox_to_anchor=(0.4, -0.25),
-        ncol=2 if len(tests) > 2 else 1,
-    )
-    return ax
-
-
 def power_curve(sizes, powers, have, target=0.8, ax=None):
     """The power of a test against the number of held-out sentences, with
     a dashed line at `target` and a dotted one at the `have` we hold."""
