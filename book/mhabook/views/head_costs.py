@@ -205,7 +205,7 @@ def page_numbers(r):
 THAN = {  # a paired ratio of times against 1, as printed (`shown`)
     "less": "faster than",
     "more": "slower than",
-    "same": "not measurably faster or slower than",
+    "same": "about as fast as",
 }
 GAP = {  # the loop's time minus the batched layer's, against 0
     "more": "the loop took longer",
