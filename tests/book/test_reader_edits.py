@@ -403,8 +403,8 @@ EDITS = [
         (
             change(
                 "multihead_attn = MultiHeadAttention(config)",
-                "multihead_attn(inputs_embeds)",
-                "multihead_attn(inputs_embeds[0])",
+                "multihead_attn(inputs_embeds, mask)",
+                "multihead_attn(inputs_embeds[0], mask)",
             ),
         ),
         refuses=r"\(B, T, d\).*hidden_state\[None\]",
@@ -415,12 +415,23 @@ EDITS = [
         (
             change(
                 "multihead_attn = MultiHeadAttention(config)",
-                "multihead_attn(inputs_embeds)",
-                "multihead_attn(inputs_embeds, torch.ones(len(tokens), "
-                "len(tokens)))",
+                "mask = None",
+                "mask = torch.ones(len(tokens), len(tokens))",
             ),
         ),
         refuses=r"mask.bool\(\)",
+    ),
+    Edit(
+        "many_heads",
+        "a causal mask for the layer and its heads",
+        (
+            change(
+                "multihead_attn = MultiHeadAttention(config)",
+                "mask = None",
+                "mask = torch.ones(len(tokens), len(tokens)).bool().tril()",
+            ),
+        ),
+        until='glue("num_others"',
     ),
     Edit(
         "many_heads",
@@ -765,6 +776,24 @@ EDITS = [
         "labs",
         "one verb as a string",
         (change(LAB_1, '("sat", "was")', '"sat"'),),
+        until=LAB_1_END,
+    ),
+    Edit(
+        "labs",
+        "a pronoun that refers to the object",
+        (
+            change(
+                LAB_1,
+                '"the cat sat on the mat because it was tired"',
+                '"the dog chased the ball because it was fun"',
+            ),
+            change(
+                LAB_1,
+                '"cat", "it", ("sat", "was")',
+                '"dog", "it", ("chased", "was")',
+            ),
+            change(LAB_1, "referent = subject", 'referent = "ball"'),
+        ),
         until=LAB_1_END,
     ),
     Edit(

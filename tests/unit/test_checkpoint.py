@@ -115,6 +115,13 @@ def test_an_unknown_name_offline_says_what_was_tried(hub_cache):
         resolve("no-such/checkpoint")
 
 
+def test_the_bundled_models_printed_name_loads_it_offline(hub_cache):
+    """$MHA_CHECKPOINT set to the name the pages print for the bundled
+    model, offline and not in the cache: the bundled folder."""
+    path, display, _ = resolve(checkpoint.BUNDLED)
+    assert (path, display) == (checkpoint.bundled_path(), checkpoint.BUNDLED)
+
+
 def test_the_hub_is_not_contacted_when_offline(monkeypatch):
     monkeypatch.setattr(hub_constants, "HF_HUB_OFFLINE", True)
 

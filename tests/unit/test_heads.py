@@ -46,3 +46,16 @@ def test_the_verb_head_looks_at_the_nearest_occurrence_of_a_verb():
     assert verb == [2, 2, 2, 2, 5, 5, 5]  # the second "sat" for its words
     coreference = weights[names.index("coreference")]
     assert coreference[4].argmax() == 1  # "it" looks at "cat"
+
+
+def test_the_coreference_head_looks_at_a_referent_that_is_not_the_subject():
+    from mhabook import pronoun_heads
+
+    tokens = "the dog chased the ball because it was fun".split()
+    names, weights = pronoun_heads(
+        tokens, "dog", "it", ("chased", "was"), referent="ball"
+    )
+    assert weights[names.index("coreference")][6].argmax() == 4  # "ball"
+    assert weights[names.index("subject")][6].argmax() == 1  # "dog"
+    with pytest.raises(ValueError, match="referent"):
+        pronoun_heads(tokens, "dog", "it", "was", referent="cat")

@@ -180,3 +180,14 @@ def test_two_roles_given_the_same_word_are_refused(tokenizer):
     text = "time flies like an arrow"
     with pytest.raises(ValueError, match="the same token twice"):
         word_positions(tokenizer, text, ["time", "time"])
+
+
+def test_a_word_the_vocabulary_lacks_is_named_as_unknown_not_split():
+    from transformers import BertTokenizerFast
+
+    words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "time", "like"]
+    small = BertTokenizerFast(vocab={w: i for i, w in enumerate(words)})
+    text = "time flies like"
+    tokens = small.tokenize(text)  # ['time', '[UNK]', 'like']
+    with pytest.raises(ValueError, match="vocabulary has no token for"):
+        word_position(tokens, "flies", text, small)

@@ -142,6 +142,8 @@ def resolve(name=None):
     if name:
         name = str(name).strip()  # a stray space from a shell or a copy
         folder = find_folder(name)
+        if not folder and name == BUNDLED and not in_cache(name):
+            folder = bundled_path()  # the name the pages print for it
         if folder and Path(folder).resolve() == Path(bundled_path()).resolve():
             return (
                 folder,

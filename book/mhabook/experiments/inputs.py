@@ -179,6 +179,16 @@ def word_position(tokens, word, text=None, tokenizer=None, name=None, why=""):
             name,
             why,
         )
+    unknown = tokenizer.unk_token if tokenizer else None
+    if pieces == [unknown]:
+        raise _refusal(
+            f"the model's vocabulary has no token for {word!r}: the "
+            f"tokenizer reads it as {unknown!r}",
+            f"use a word it knows, such as {_such_as(whole)}, or a "
+            f"checkpoint whose vocabulary has it",
+            name,
+            why,
+        )
     if len(pieces) == 1 and pieces[0] in tokens:
         raise _refusal(
             f"the tokenizer reads {word!r} as {pieces[0]!r} (it lower-cases "

@@ -72,6 +72,14 @@ JOBS = {
     "[SEP]": special_token("[SEP]"),
 }
 PAIR_JOBS = ("same word, other sentence",)  # need two sentences in one input
+# Each job's targets, as the head view's guide names them for a word.
+TARGETS = {
+    "previous word": "the word just before it",
+    "next word": "the word just after it",
+    "same word, other sentence": "the same word in the other sentence",
+    "[CLS]": "[CLS]",
+    "[SEP]": "[SEP]",
+}
 # Targets that are not words: heads may park attention there when their
 # job does not apply (Clark et al. 2019, section 3.2), so a head that does
 # one is not counted among the heads with a job of reading.
@@ -333,6 +341,9 @@ class RealHeads:
             "first_layer": first.layer,
             "first_head": first.head,
             "first_job": first.name,
+            "first_target": TARGETS.get(first.name, "its targets"),
+            "first_share": first.held_out,
+            "first_even": first.even,
             "n_flies": self.n_flies,
             "flies_head": flies.head,
             # the least-lifted target: 1 is an even share

@@ -206,9 +206,11 @@ def position(example, word, segment=0, set_name=None):
         fix = "use a word the tokenizer keeps whole, in lower case"
     else:
         why = f"{word!r} is not in sentence {sentence} (it reads {words})"
-        fix = f"put {word!r} in sentence {sentence}, or name a word it has"
+        fix = f"put {word!r} in sentence {sentence}"
         if set_name:  # a line of a data file: perhaps a header
             fix += "; a header line begins with #"
+        else:
+            fix += ", or name a word it has"
     where = f"{set_name} needs it: " if set_name else ""
     raise ValueError(f"{why}; {where}{fix}")
 
