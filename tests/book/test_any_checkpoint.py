@@ -43,7 +43,6 @@ NOT_IN_RANDOM_WEIGHTS = {
     "claim_1": "none",
     "pattern_halves": "none",
     "jobs_done": "none",
-    "l0_own": False,  # no head keeps to its own sentence
 }
 # {notebook: (a string the cell holds, old, new)}: see the docstring
 QUICKER = {

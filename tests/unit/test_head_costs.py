@@ -174,4 +174,5 @@ def test_page_verdicts_judge_ratios_as_printed_and_differences_by_sign():
         "fused_long": "about as fast as",  # prints 1.00
         "gap_short": "the loop took longer",
         "rest_sign": "negative",
+        "dispatch_rest": "dispatch is larger than the unexplained rest",
     }

@@ -967,7 +967,6 @@ class ClaimOne:
     high: float
     bar: float  # the margin a head must clear, `MIN_RATIO`
     replicated: int  # heads above `bar`, even; odd-pair interval above it
-    replicated_heads: torch.Tensor  # (L, h) bool: which heads those are
     reversed: int  # below 1 / `bar`, even; odd-pair interval below it
     candidates: int  # heads above `bar` on the even pairs
     halves_r: float  # correlation of the halves' log ratios over heads
@@ -991,7 +990,6 @@ def claim_one(pairs, seed=0):
         high=float(c1["high"]),
         bar=MIN_RATIO,
         replicated=int(c1["replicated"].sum()),
-        replicated_heads=c1["replicated"],
         reversed=int(c1["reversed"].sum()),
         candidates=int((c1["ratio_choose"] > MIN_RATIO).sum()),
         halves_r=float(c1["halves_r"]),

@@ -143,10 +143,10 @@ SINK["same"] = "the two are about level"
 # score's interval (the least-lifted target, 1 an even share) above 1.
 SEEN = {True: "one head favours all three targets slightly"}
 SEEN[False] = "no head clearly favours the targets"
-# A's target against the word before "flies" in A, held out, in "A's
-# target gets ... the word just before".
-BEFORE = {"more": "more weight than", "less": "less weight than"}
-BEFORE["same"] = "about as much weight as"
+# In how many of the two checks (each half chooses the head once) the word
+# before "flies" in A gets more weight than A's target, held out.
+BEFORE = {"none": "in neither check", "some": "in one check of two"}
+BEFORE |= {"most": "in one check of two", "all": "in both checks"}
 
 
 # Which model the page reads: the bundled one, and the source's or not.
@@ -166,7 +166,7 @@ def page_verdicts(study, first, checkpoint):
     look = {True: "mostly to that target", False: "mostly elsewhere"}
     gap = study.job("[CLS]").median - study.job("[SEP]").median
     in_b = int(study.source_top_sides[0] == "B")  # A's "flies", top word
-    rival = study.flies.rival_subject  # A's target minus the word before
+    _, before = study.head8_counts  # checks where the word before wins
     return [
         ("model_phrase", "above", (int(checkpoint.is_bundled), 0), MODEL),
         (
@@ -180,5 +180,5 @@ def page_verdicts(study, first, checkpoint):
         ("sink_side", "compare", (gap, gap, -0.01, 0.01), SINK),
         ("flies_seen", "above", (study.flies.score.low, 1.0), SEEN),
         ("flies_top_side", "above", (in_b, 0), SIDES),
-        ("flies_before", "compare", (rival.low, rival.high, 0, 0), BEFORE),
+        ("flies_before", "how_many", (before, 2), BEFORE),
     ]

@@ -212,6 +212,11 @@ GAP = {  # the loop's time minus the batched layer's, against 0
     "same": "the two cannot be told apart",
     "less": "the loop took less time",
 }
+REST = {  # what the accounting leaves, against the dispatch term
+    "more": "the unexplained rest is larger than dispatch",
+    "same": "dispatch and the rest are about equal",
+    "less": "dispatch is larger than the unexplained rest",
+}
 SIGN = {  # what the accounting leaves, against 0
     "more": "positive",
     "same": "too small to tell from zero",
@@ -239,4 +244,5 @@ def page_verdicts(r):
     ] + [
         ("gap_short", "compare", a.gap.against(0), GAP),
         ("rest_sign", "compare", a.rest.against(0), SIGN),
+        ("dispatch_rest", "compare", a.rest.against(a.dispatch.median), REST),
     ]

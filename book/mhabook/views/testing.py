@@ -263,12 +263,6 @@ def page_verdicts(results):
                 "neither": "no more than chance would give",
             },
         ),
-        (
-            "l0_own",  # claim 2's layer-0 head, among claim 1's heads?
-            "above",
-            (int(c1.replicated_heads[0, l0.head]), 0),
-            {True: "is one of them", False: "is not one of them"},
-        ),
         ("pattern_halves", "how_many", (pattern, 2), PATTERN),
         ("before_halves", "how_many", (before, 2), BEFORE),
         ("upper_halves", "how_many", (up_pattern, 2), PATTERN),
