@@ -382,6 +382,7 @@ def test_the_study_runs_on_a_random_bert_and_finds_no_job_there(tmp_path):
         "flies_seen",
         "flies_top_side",
         "flies_before",
+        "flies_target",
     ]
     for name, rule, args, phrases in verdicts:
         decide(rule, args, phrases)

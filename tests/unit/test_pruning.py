@@ -647,3 +647,16 @@ def test_rows_whose_partner_is_closer_than_the_paraphrase_are_refused():
             n_orders=5,
             n_curves=2,
         )
+
+
+def test_more_curves_than_random_orders_are_refused():
+    model, tokenizer = tiny_bert(), tiny_tokenizer()
+    with pytest.raises(ValueError, match="n_curves <= n_orders"):
+        pruning.heads_needed_results(
+            model,
+            tokenizer,
+            ["time flies"] * 8,
+            [("a", "b", "c")] * 2,
+            n_orders=3,
+            n_curves=4,
+        )

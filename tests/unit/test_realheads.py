@@ -1059,3 +1059,11 @@ def test_the_recipes_subject_weight_is_a_share_of_the_weight_on_words():
     assert moved["ex_share"] == pytest.approx(before["ex_share"])
     assert moved["ex_before"] == pytest.approx(before["ex_before"])
     assert rows[0, 1] == pytest.approx(before["ex_before"] / 2)  # raw: half
+
+
+def test_a_model_with_one_segment_embedding_is_refused_a_pair():
+    from mhabook.experiments.realheads import encode_pair
+
+    model = tiny_bert(type_vocab_size=1)
+    with pytest.raises(ValueError, match="type_vocab_size=2"):
+        encode_pair(tiny_tokenizer(), model, "time flies", "time flies")

@@ -611,6 +611,11 @@ def heads_needed_results(
             f"layers or more heads per layer, at least 2 of each (set "
             f"MHA_CHECKPOINT to its folder)"
         )
+    if n_curves > n_orders:
+        raise ValueError(
+            f"n_curves draws that many of the n_orders random orders in "
+            f"full: give n_curves <= n_orders ({n_orders}), got {n_curves}"
+        )
     chosen = list(sentences)[::every]
     if len(chosen) < 4 or len(rows) < 2:
         raise ValueError(

@@ -32,9 +32,22 @@ def encode_pair(tokenizer, model, text_a, text_b):
         inputs["token_type_ids"] = segments_from_sep(
             inputs["input_ids"], tokenizer.sep_token_id
         )
+    check_segments(model, inputs["token_type_ids"])
     tokens = tokenizer.convert_ids_to_tokens(inputs["input_ids"][0])
     sentence_b_start = int(inputs["token_type_ids"][0].argmax())
     return inputs, tokens, sentence_b_start
+
+
+def check_segments(model, token_type_ids):
+    """Refuse sentence pairs for a model with one segment embedding."""
+    kinds = getattr(model.config, "type_vocab_size", 2)
+    if int(token_type_ids.max()) >= kinds:
+        raise ValueError(
+            f"this checkpoint has {kinds} segment embedding(s) "
+            f"(type_vocab_size={kinds}), so it cannot read a sentence pair "
+            f"[CLS] A [SEP] B [SEP]: load a BERT with type_vocab_size=2 "
+            f"(set MHA_CHECKPOINT to its folder)"
+        )
 
 
 def segments_from_sep(input_ids, sep_token_id):
@@ -116,6 +129,7 @@ def run_examples(model, tokenizer, texts, pairs=None, set_name=None):
         )
     if "token_type_ids" not in inputs:
         inputs["token_type_ids"] = torch.zeros_like(inputs["input_ids"])
+    check_segments(model, inputs["token_type_ids"])
     with torch.no_grad():
         out = model(
             **inputs, output_attentions=True, output_hidden_states=True

@@ -167,6 +167,7 @@ def page_verdicts(study, first, checkpoint):
     gap = study.job("[CLS]").median - study.job("[SEP]").median
     in_b = int(study.source_top_sides[0] == "B")  # A's "flies", top word
     _, before = study.head8_counts  # checks where the word before wins
+    target = sum(t.target_wins == "more" for t in (study.flies, study.swapped))
     return [
         ("model_phrase", "above", (int(checkpoint.is_bundled), 0), MODEL),
         (
@@ -181,4 +182,5 @@ def page_verdicts(study, first, checkpoint):
         ("flies_seen", "above", (study.flies.score.low, 1.0), SEEN),
         ("flies_top_side", "above", (in_b, 0), SIDES),
         ("flies_before", "how_many", (before, 2), BEFORE),
+        ("flies_target", "how_many", (target, 2), BEFORE),
     ]

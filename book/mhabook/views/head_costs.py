@@ -205,7 +205,7 @@ def page_numbers(r):
 THAN = {  # a paired ratio of times against 1, as printed (`shown`)
     "less": "faster than",
     "more": "slower than",
-    "same": "about as fast as",
+    "same": "too close to tell from",
 }
 GAP = {  # the loop's time minus the batched layer's, against 0
     "more": "the loop took longer",
@@ -214,7 +214,7 @@ GAP = {  # the loop's time minus the batched layer's, against 0
 }
 REST = {  # what the accounting leaves, against the dispatch term
     "more": "the unexplained rest is larger than dispatch",
-    "same": "dispatch and the rest are about equal",
+    "same": "dispatch and the rest cannot be told apart",
     "less": "dispatch is larger than the unexplained rest",
 }
 SIGN = {  # what the accounting leaves, against 0

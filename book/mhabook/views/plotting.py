@@ -83,8 +83,12 @@ def _as_array(weights):
     if weights.ndim != 2:
         raise ValueError(
             f"expected a 2-d array (one attention map, or one layer x head "
-            f"grid), got shape {weights.shape}; select a batch item and a "
-            f"head first"
+            f"grid), got shape {weights.shape}; "
+            + (
+                "select a batch item and a head first"
+                if weights.ndim > 2
+                else "make it 2-d, such as x.view(1, -1) for one row"
+            )
         )
     return weights
 

@@ -239,6 +239,7 @@ def page_verdicts(results):
     c1, c2, p = results.claim1, results.claim2, results.pronouns
     l0, swapped = c2.layer0, c2.layer0_swapped
     pattern, before = head8_counts((l0, swapped))
+    target = sum(t.target_wins == "more" for t in (l0, swapped))
     up_pattern, up_before = head8_counts((c2.upper, c2.upper_swapped))
     passes = {True: "passes", False: "fails"}
     return [
@@ -265,6 +266,7 @@ def page_verdicts(results):
         ),
         ("pattern_halves", "how_many", (pattern, 2), PATTERN),
         ("before_halves", "how_many", (before, 2), BEFORE),
+        ("target_halves", "how_many", (target, 2), BEFORE),
         ("upper_halves", "how_many", (up_pattern, 2), PATTERN),
         ("upper_before", "how_many", (up_before, 2), BEFORE),
         (
