@@ -14,7 +14,7 @@ def layer_properties(layer, x):
     B, T, d = x.shape
     if T < 2:
         raise ValueError(
-            f"x has {T} token: give two or more, since a lone token always "
+            f"x has {T} token(s): give two or more, since a lone token always "
             f"gets weight 1 and its query and key get no gradient"
         )
     h, d_k = layer.num_heads, layer.head_dim

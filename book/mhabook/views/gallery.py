@@ -143,8 +143,8 @@ SINK["same"] = "the two are about level"
 # score's interval (the least-lifted target, 1 an even share) above 1.
 SEEN = {True: "one head favours all three targets slightly"}
 SEEN[False] = "no head clearly favours the targets"
-# In how many of the two checks (each half chooses the head once) the word
-# before "flies" in A gets more weight than A's target, held out.
+# In how many of the two checks (each half chooses the head once) one of
+# two words wins, held out: the word before "flies" in A, or A's target.
 BEFORE = {"none": "in neither check", "some": "in one check of two"}
 BEFORE |= {"most": "in one check of two", "all": "in both checks"}
 
