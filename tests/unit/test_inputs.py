@@ -191,3 +191,15 @@ def test_a_word_the_vocabulary_lacks_is_named_as_unknown_not_split():
     tokens = small.tokenize(text)  # ['time', '[UNK]', 'like']
     with pytest.raises(ValueError, match="vocabulary has no token for"):
         word_position(tokens, "flies", text, small)
+
+
+def test_a_hash_line_among_the_rows_is_skipped_with_a_note(
+    tmp_path, monkeypatch, capsys
+):
+    from mhabook.experiments import embedding
+
+    (tmp_path / "set.txt").write_text("# header\nfirst\n#1 on my list\nlast\n")
+    monkeypatch.setattr(embedding, "DATA", tmp_path)
+    assert embedding.load_lines("set.txt") == ["first", "last"]
+    out = capsys.readouterr().out
+    assert "line 3: # line, skipped" in out and "line 1" not in out

@@ -33,6 +33,10 @@ def load_lines(name, repeats=False):
     for number, line in enumerate(lines, 1):
         text = line.strip()
         if not text or line[0] == "#":
+            if kept and text:  # a "#" among the rows, not in the header
+                print(
+                    f"Note: book/data/{name}, line {number}: # line, skipped"
+                )
             continue
         if text in seen and not repeats:
             raise ValueError(
