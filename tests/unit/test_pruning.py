@@ -660,3 +660,20 @@ def test_more_curves_than_random_orders_are_refused():
             n_orders=3,
             n_curves=4,
         )
+
+
+def test_two_heads_a_layer_get_a_note_on_the_within_layer_ranks(capsys):
+    sentences, rows = tiny_set()
+    heads_needed_results(
+        tiny_bert(),
+        tiny_tokenizer(),
+        sentences,
+        rows,
+        "time flies",
+        every=2,
+        n_orders=3,
+        n_curves=1,
+    )
+    assert "2 heads a layer: within-layer ranks only give ±1" in (
+        capsys.readouterr().out
+    )

@@ -632,6 +632,8 @@ def heads_needed_results(
             f"book/data/paraphrases.tsv, separate a line's three columns "
             f"with one tab each"
         )
+    if h < 3:  # two heads can only rank the same way or the other way
+        print(f"Note: {h} heads a layer: within-layer ranks only give ±1")
     heads = [(layer, i) for layer in range(L) for i in range(h)]
     exact = exact_removal(model, tokenizer, example, 0, h // 4)
 
