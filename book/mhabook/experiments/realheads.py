@@ -907,7 +907,13 @@ def head8_counts(tests):
     show the source's pattern, and in how many "flies" in A gives the word
     just before it more weight than its target."""
     pattern = sum(t.pattern_holds for t in tests)
-    return pattern, sum(t.target_wins == "less" for t in tests)
+    return pattern, checks_won(tests, "less")
+
+
+def checks_won(tests, outcome):
+    """How many of the `FliesTest`s have `target_wins == outcome`: "more"
+    counts the checks A's target wins, "less" those the word before wins."""
+    return sum(t.target_wins == outcome for t in tests)
 
 
 def flies_scores(flies):

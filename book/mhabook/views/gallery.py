@@ -5,7 +5,9 @@ import html
 import matplotlib.pyplot as plt
 import numpy as np
 
+from ..experiments.realheads import checks_won
 from .sharing import markdown_table
+from .testing import BEFORE  # in how many of two checks a word wins
 
 
 def _grid(n, columns, top, per_row):
@@ -143,10 +145,6 @@ SINK["same"] = "the two are about level"
 # score's interval (the least-lifted target, 1 an even share) above 1.
 SEEN = {True: "one head favours all three targets slightly"}
 SEEN[False] = "no head clearly favours the targets"
-# In how many of the two checks (each half chooses the head once) one of
-# two words wins, held out: the word before "flies" in A, or A's target.
-BEFORE = {"none": "in neither check", "some": "in one check of two"}
-BEFORE |= {"most": "in one check of two", "all": "in both checks"}
 
 
 # Which model the page reads: the bundled one, and the source's or not.
@@ -166,8 +164,7 @@ def page_verdicts(study, first, checkpoint):
     look = {True: "mostly to that target", False: "mostly elsewhere"}
     gap = study.job("[CLS]").median - study.job("[SEP]").median
     in_b = int(study.source_top_sides[0] == "B")  # A's "flies", top word
-    _, before = study.head8_counts  # checks where the word before wins
-    target = sum(t.target_wins == "more" for t in (study.flies, study.swapped))
+    checks = (study.flies, study.swapped)  # each half chooses the head once
     return [
         ("model_phrase", "above", (int(checkpoint.is_bundled), 0), MODEL),
         (
@@ -181,6 +178,6 @@ def page_verdicts(study, first, checkpoint):
         ("sink_side", "compare", (gap, gap, -0.01, 0.01), SINK),
         ("flies_seen", "above", (study.flies.score.low, 1.0), SEEN),
         ("flies_top_side", "above", (in_b, 0), SIDES),
-        ("flies_before", "how_many", (before, 2), BEFORE),
-        ("flies_target", "how_many", (target, 2), BEFORE),
+        ("flies_before", "how_many", (checks_won(checks, "less"), 2), BEFORE),
+        ("flies_target", "how_many", (checks_won(checks, "more"), 2), BEFORE),
     ]

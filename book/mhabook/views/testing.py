@@ -8,7 +8,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
-from ..experiments.realheads import head8_counts
+from ..experiments.realheads import checks_won, head8_counts
 from .plotting import PALETTE, head_scatter
 
 
@@ -221,7 +221,8 @@ def between(rival):
 # Head 8's two sentences, by how many of the two checks (chosen on the
 # even pairs, and on the odd; `realheads.head8_counts`) hold each: "On
 # held-out pairs, the source's pattern ...", and '"flies" in A gives the
-# word just before it more weight than its target ... of the pairs'
+# word just before it more weight than its target ...'. BEFORE counts
+# either word's wins (`realheads.checks_won`), here and in section 4.
 PATTERN = {
     "none": "fails both checks",
     "some": "is unsettled: one check of two holds",
@@ -239,7 +240,7 @@ def page_verdicts(results):
     c1, c2, p = results.claim1, results.claim2, results.pronouns
     l0, swapped = c2.layer0, c2.layer0_swapped
     pattern, before = head8_counts((l0, swapped))
-    target = sum(t.target_wins == "more" for t in (l0, swapped))
+    target = checks_won((l0, swapped), "more")  # checks A's target wins
     up_pattern, up_before = head8_counts((c2.upper, c2.upper_swapped))
     passes = {True: "passes", False: "fails"}
     return [
