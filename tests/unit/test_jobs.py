@@ -206,16 +206,11 @@ def flies_test(score_low, contrast_low=0.5, rival_low=-0.3, head=0):
     )
 
 
-def study_of(forward, swapped):
-    names = [f.name for f in dataclasses.fields(jobs.RealHeads)]
-    study = jobs.RealHeads(**dict.fromkeys(names))
-    study.flies, study.swapped = forward, swapped
-    return study
-
-
 def test_head8_counts_count_the_halves_that_hold_each_row_of_the_table():
+    from mhabook.experiments.realheads import head8_counts
+
     def counts(forward, swapped):
-        return study_of(forward, swapped).head8_counts
+        return head8_counts((forward, swapped))
 
     # the pattern on each half (score and contrasts); the word before
     # beats A's target where the interval lies below 0 (-0.3 to -0.1)
@@ -255,14 +250,19 @@ def test_jobs_done_counts_word_jobs_and_leaves_out_parking():
     done = jobs.Job("[CLS]", 0, 0, 0.99, 0.98, 1.0, 0.1, 0.1, 10)
     not_done = jobs.Job("next word", 0, 1, 0.2, 0.1, 0.3, 0.1, 0.1, 10)
     assert done.does_job and not not_done.does_job
-    study.jobs = [not_done, done]
+    grammar = dataclasses.replace(not_done, name=jobs.GRAMMAR)
+    study.jobs, study.grammar = [not_done, done], grammar
     assert study.jobs_done == 0  # a [CLS] head is parking, not a job
     study.jobs = [dataclasses.replace(done, name="next word"), done]
     assert study.jobs_done == 1
-    assert [job.name for job in study.word_jobs] == ["next word"]
+    study.grammar = dataclasses.replace(done, name=jobs.GRAMMAR)
+    assert study.jobs_done == 2  # the grammar job is a word job
+    names = ["next word", jobs.GRAMMAR]
+    assert [job.name for job in study.word_jobs] == names
     assert study.job("[CLS]") is done
+    assert study.job(jobs.GRAMMAR) is study.grammar
     with pytest.raises(
-        ValueError, match="use one of 'next word', '\\[CLS\\]'"
+        ValueError, match="use one of 'next word', '\\[CLS\\]', 'det"
     ):
         study.job("previous word")
 
@@ -287,7 +287,17 @@ def test_the_study_runs_on_a_random_bert_and_finds_no_job_there(tmp_path):
     assert len(flies.score.values) + len(swapped.score.values) == (
         study.n_flies
     )
-    assert all(n in (0, 1, 2) for n in study.head8_counts)
+    # the grammar job reads the noun phrases, one target per sentence
+    assert study.grammar.name == jobs.GRAMMAR
+    assert study.grammar.inputs == "noun phrases"
+    assert len(study.phrases) == len(rh.load_table(rh.SETS["phrases"]))
+    rows = study.grammar_rows
+    assert len(rows) == len(study.phrases[1::2])  # held out: the odd rows
+    ex = study.phrases[1]
+    (first, last), share = ex["phrases"][0], rows[0][1]
+    weights = ex["attention"][study.grammar.layer, study.grammar.head]
+    assert rows[0][0] == last - first - 1 and share == weights[first, last]
+    assert any(study.grammar_example is e for e in study.phrases[1::2])
     # the first job's score on the pair is its score over that one pair
     pair = rh.run_example(model, tokenizer, text_a, text_b)
     scores, _ = jobs.job_shares([pair], jobs.previous_word)
@@ -347,7 +357,7 @@ def test_the_study_runs_on_a_random_bert_and_finds_no_job_there(tmp_path):
         claim.layer0_swapped.score.mean,
     )
     # the head view's buttons: the jobs, then the "flies" head of "And head 8?"
-    assert study.presets[:-1] == study.jobs
+    assert study.presets[:-1] == [*study.jobs, study.grammar]
     assert study.presets[-1] == (
         f'"flies" picture: layer 0, head {flies.head}',
         0,
@@ -377,12 +387,11 @@ def test_the_study_runs_on_a_random_bert_and_finds_no_job_there(tmp_path):
         "model_phrase",
         "source_loaded",
         "jobs_done",
+        "grammar_seen",
         "first_look",
         "sink_side",
         "flies_seen",
         "flies_top_side",
-        "flies_before",
-        "flies_target",
     ]
     for name, rule, args, phrases in verdicts:
         decide(rule, args, phrases)
@@ -419,3 +428,53 @@ def test_a_job_that_returns_positions_instead_of_a_grid_is_refused():
 
     with pytest.raises(ValueError, match=r"returns a \(8, 8\) bool tensor"):
         jobs.job_shares([example()], targets_only)
+
+
+def test_the_grammar_job_marks_the_noun_that_closes_each_phrase():
+    ex = {**bare(), "phrases": [(1, 3)]}  # "time flies like": 1 word between
+    targets = jobs.determiner_noun(ex)
+    assert targets.nonzero().tolist() == [[1, 3]]
+    assert not jobs.determiner_noun(bare()).any()  # no labels, no targets
+
+
+def test_the_grammar_numbers_group_shares_by_the_words_between():
+    attention = torch.zeros(L, H, T, T)
+    attention[0, 1, 1, 3] = 0.5  # two words between determiner and noun
+    attention[0, 1, 1, 2] = 0.25  # the noun is not the top token here
+    attention[0, 1, 5, 6] = 0.75  # none between, and the top token
+    held_out = [{"attention": attention, "phrases": [(1, 3), (5, 6)]}]
+    job = jobs.Job(jobs.GRAMMAR, 0, 1, 0.6, 0.5, 0.7, 0.1, 0.05, 2)
+    study = SimpleNamespace(grammar=job, phrases=[{}, *held_out])
+    rows = jobs.RealHeads.grammar_rows.fget(study)
+    assert rows == [(1, 0.5, True), (0, 0.75, True)]
+    study.grammar_rows = rows
+    study.phrases = [{}, *held_out] * 2  # two phrases per set: labels count
+    numbers = jobs.RealHeads.grammar_numbers(study)
+    assert numbers["grammar_gaps"] == (
+        "75% with 0 words between, 50% with 1 word between"
+    )
+    assert (numbers["grammar_top"], numbers["grammar_n"]) == (2, 2)
+
+
+@pytest.mark.parametrize(
+    "phrase, message",
+    [
+        ("flies", "has one word: write the determiner and its noun"),
+        ("fruit time", "is not in its sentence 'time flies fruit'"),
+        ("flies, fruit", r"reads 'flies,' as \['flies', '\[UNK\]'\], not"),
+    ],
+)
+def test_a_phrase_the_sentence_lacks_or_cannot_mark_is_refused(
+    phrase, message
+):
+    from mhabook.experiments.realheads import Row
+    from tiny import tiny_bert, tiny_tokenizer
+
+    row = Row(["time flies fruit", phrase])
+    row.line = 7
+    with pytest.raises(
+        ValueError, match=f"noun_phrases.tsv, line 7,.*{message}"
+    ):
+        jobs.phrase_examples(
+            tiny_bert(), tiny_tokenizer(), [row], "book/data/noun_phrases.tsv"
+        )

@@ -63,6 +63,18 @@ def same_word_other_sentence(example):
     return same & other & words[:, None] & words[None, :]
 
 
+def determiner_noun(example):
+    """(T, T) bool: in each noun phrase of `example["phrases"]`, (first,
+    last) token positions from `phrase_examples`, the determiner that opens
+    it targets the noun that closes it ("a" looks at "car" in "a small red
+    car"). An input without labelled phrases has no targets."""
+    T = len(example["tokens"])
+    targets = torch.zeros(T, T, dtype=torch.bool)
+    for first, last in example.get("phrases", ()):
+        targets[first, last] = True
+    return targets
+
+
 # The gallery's jobs, in the order the page shows them.
 JOBS = {
     "previous word": previous_word,
@@ -80,6 +92,9 @@ TARGETS = {
     "[CLS]": "[CLS]",
     "[SEP]": "[SEP]",
 }
+# The job that needs grammar, measured on book/data/noun_phrases.tsv: the
+# noun sits past one or more adjectives, so no fixed distance finds it.
+GRAMMAR = "determiner → its noun"
 # Targets that are not words: heads may park attention there when their
 # job does not apply (Clark et al. 2019, section 3.2), so a head that does
 # one is not counted among the heads with a job of reading.
@@ -237,6 +252,58 @@ def heads_with_jobs(model, tokenizer, choose_on="even"):
     return found, sentences, pairs
 
 
+def phrase_examples(model, tokenizer, rows=None, set_name=None):
+    """The sentences of `rows` (default: book/data/noun_phrases.tsv), each
+    run alone, with `phrases`: [(first, last)], the token positions of its
+    noun phrase. Raises a ValueError naming the line of a phrase that has
+    fewer than two words, holds a word the tokenizer splits, or is not a
+    run of its sentence's words."""
+    if rows is None:
+        rows, set_name = (
+            rh.load_table(rh.SETS["phrases"]),
+            rh.set_path("phrases"),
+        )
+    texts = [row[0] for row in rows]
+    examples = rh.run_examples(model, tokenizer, texts, None, set_name)
+    for ex, row in zip(examples, rows):
+        sentence, phrase = row
+        at = rh.where_row(set_name, row) or "a row"
+        split = [w for w in phrase.split() if len(tokenizer.tokenize(w)) != 1]
+        if split:
+            pieces = tokenizer.tokenize(split[0])
+            raise ValueError(
+                f"{at} the tokenizer reads {split[0]!r} as {pieces}, not one "
+                f"word: write the phrase's words without punctuation, and "
+                f"use words the tokenizer keeps whole"
+            )
+        words = tokenizer.tokenize(phrase)
+        if len(words) < 2:
+            raise ValueError(
+                f"{at} the phrase {phrase!r} has one word: write the "
+                f"determiner and its noun, with any words between them"
+            )
+        tokens, n = ex["tokens"], len(words)
+        starts = [i for i in range(len(tokens)) if tokens[i : i + n] == words]
+        if not starts:
+            raise ValueError(
+                f"{at} the phrase {phrase!r} is not in its sentence "
+                f"{sentence!r}: copy the phrase from the sentence, word for "
+                f"word"
+            )
+        ex["phrases"] = [(starts[0], starts[0] + n - 1)]
+    return examples
+
+
+def grammar_job(model, tokenizer):
+    """(job, examples): the best head at `GRAMMAR` on
+    book/data/noun_phrases.tsv, chosen on the even sentences and scored on
+    the odd, and those sentences from `phrase_examples`."""
+    examples = phrase_examples(model, tokenizer)
+    (job,) = gallery(examples, {GRAMMAR: determiner_noun})
+    job.inputs = "noun phrases"
+    return job, examples
+
+
 # --- The study of section 4, in one call -----------------------------------
 
 
@@ -249,6 +316,8 @@ class RealHeads:
     attention: torch.Tensor  # (L, h, T, T), the pair
     hidden_states: tuple  # L + 1 of (1, T, d), the pair
     jobs: list  # [Job, ...], in the order of JOBS
+    grammar: Job  # the best head at GRAMMAR, on noun phrases
+    phrases: list  # the sentences of noun_phrases.tsv, from phrase_examples
     targets: list  # one (T, T) bool per job, on the pair
     pair_scores: torch.Tensor  # (jobs, L, h): each head's score on the pair
     sentences: list  # each sentence of claim1_pairs.tsv alone
@@ -277,19 +346,25 @@ class RealHeads:
         head that best draws the source's "flies" picture."""
         flies = self.flies.layer, self.flies.head
         label = f'"flies" picture: layer {flies[0]}, head {flies[1]}'
-        return [*self.jobs, (label, *flies)]
+        return [*self.gallery_jobs, (label, *flies)]
+
+    @property
+    def gallery_jobs(self):
+        """The gallery's rows: `jobs`, then `grammar`."""
+        return [*self.jobs, self.grammar]
 
     @property
     def word_jobs(self):
         """The jobs whose targets are words: all but `PARKING`."""
-        return [job for job in self.jobs if job.name not in PARKING]
+        return [job for job in self.gallery_jobs if job.name not in PARKING]
 
     def job(self, name):
-        """The gallery's `Job` for the job `name`, a key of JOBS."""
-        for job in self.jobs:
+        """The gallery's `Job` for the job `name`, a key of JOBS or
+        `GRAMMAR`."""
+        for job in self.gallery_jobs:
             if job.name == name:
                 return job
-        names = ", ".join(repr(job.name) for job in self.jobs)
+        names = ", ".join(repr(job.name) for job in self.gallery_jobs)
         raise ValueError(f"no job {name!r} in the gallery: use one of {names}")
 
     @property
@@ -299,12 +374,27 @@ class RealHeads:
         return sum(job.does_job for job in self.word_jobs)
 
     @property
-    def head8_counts(self):
-        """(pattern, before), 0 to 2 each: of the two choices (on the even
-        pairs, on the odd), how many give a head that shows the source's
-        pattern held out, and how many one whose "flies" in A favours the
-        word just before it over its target (`realheads.head8_counts`)."""
-        return rh.head8_counts((self.flies, self.swapped))
+    def grammar_rows(self):
+        """[(words between, share, top), ...], one per held-out noun phrase:
+        how many words stand between its determiner and its noun, the share
+        of the determiner's attention the grammar head puts on the noun, and
+        whether the noun is the token it weights most."""
+        rows = []
+        for ex in self.phrases[1::2]:  # the odd sentences: held out
+            weights = ex["attention"][self.grammar.layer, self.grammar.head]
+            for first, last in ex.get("phrases", ()):
+                row = weights[first]
+                top = int(row.argmax()) == last
+                rows.append((last - first - 1, row[last].item(), top))
+        return rows
+
+    @property
+    def grammar_example(self):
+        """The held-out sentence whose noun phrase has the most words
+        between determiner and noun (the first such): the figure's."""
+        held_out = self.phrases[1::2]
+        gaps = [max(b - a for a, b in ex["phrases"]) for ex in held_out]
+        return held_out[gaps.index(max(gaps))]
 
     def on_pair(self, job):
         """`job`'s head (one of `jobs`), its score at that job on the pair."""
@@ -366,6 +456,33 @@ class RealHeads:
             "cls_median": self.job("[CLS]").median,
             "sep_median": self.job("[SEP]").median,
             "flies_layer": flies.layer,
+            **self.grammar_numbers(),
+        }
+
+    def grammar_numbers(self):
+        """{name: value}: the grammar head's numbers, held out: its share at
+        each number of words between determiner and noun (a phrase), and
+        how many determiners weight their noun most."""
+        rows, job = self.grammar_rows, self.grammar
+        by_gap = {}
+        for gap, share, _ in rows:
+            by_gap.setdefault(gap, []).append(share)
+        word = {1: "word"}
+        gaps = ", ".join(
+            f"{sum(v) / len(v):.0%} with {gap} {word.get(gap, 'words')} "
+            f"between"
+            for gap, v in sorted(by_gap.items())
+        )
+        return {
+            "grammar_layer": job.layer,
+            "grammar_head": job.head,
+            "grammar_share": job.held_out,
+            "grammar_median": job.median,
+            "grammar_even": job.even,
+            "grammar_top": sum(top for *_, top in rows),
+            "grammar_n": len(rows),
+            "grammar_gaps": gaps,
+            "n_phrases": len(self.phrases),
         }
 
 
@@ -408,6 +525,7 @@ def real_heads_results(model, tokenizer, text_a, text_b):
     pair = rh.run_example(model, tokenizer, text_a, text_b)
     attention, hidden_states = pair["attention"], pair["hidden_states"]
     found, sentences, pairs = heads_with_jobs(model, tokenizer)
+    grammar, phrases = grammar_job(model, tokenizer)
     on_pair = [job_shares([pair], job)[0][0] for job in JOBS.values()]
     rows, where = rh.load_table(rh.SETS["flies"]), rh.set_path("flies")
     flies = rh.flies_examples(model, tokenizer, rows, where)
@@ -418,6 +536,8 @@ def real_heads_results(model, tokenizer, text_a, text_b):
         attention=attention,
         hidden_states=hidden_states,
         jobs=found,
+        grammar=grammar,
+        phrases=phrases,
         targets=[job(pair) for job in JOBS.values()],
         pair_scores=torch.stack(on_pair),  # (jobs, L, h)
         sentences=sentences,

@@ -320,6 +320,7 @@ COLUMNS = {
         "the other candidate",
     ),
     "paraphrases.tsv": ("sentence", "paraphrase", "unrelated partner"),
+    "noun_phrases.tsv": ("sentence", "a noun phrase of it"),
 }
 
 
@@ -498,6 +499,7 @@ SETS = {
     "pairs": "claim1_pairs.tsv",
     "flies": "flies_pairs.tsv",
     "pronouns": "coreference.tsv",
+    "phrases": "noun_phrases.tsv",
 }
 
 

@@ -222,7 +222,7 @@ def between(rival):
 # even pairs, and on the odd; `realheads.head8_counts`) hold each: "On
 # held-out pairs, the source's pattern ...", and '"flies" in A gives the
 # word just before it more weight than its target ...'. BEFORE counts
-# either word's wins (`realheads.checks_won`), here and in section 4.
+# either word's wins (`realheads.checks_won`).
 PATTERN = {
     "none": "fails both checks",
     "some": "is unsettled: one check of two holds",
