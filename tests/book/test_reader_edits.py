@@ -298,6 +298,49 @@ EDITS = [
     # many_heads: the sentence and its two words, the config, the layer
     Edit(
         "many_heads",
+        "the probe's nudge switched off",
+        (
+            change(
+                "edited.heads[probe]",
+                "v.weight.add_(0.1)",
+                "v.weight.add_(0.0)",
+            ),
+            change(
+                "edited.heads[probe]",
+                "q.weight.add_(0.1)",
+                "q.weight.add_(0.0)",
+            ),
+        ),
+        refuses="no feature changed: add a nonzero amount",
+    ),
+    Edit(
+        "many_heads",
+        "the verb-centric head pointed at another word",
+        (
+            change(
+                "verb_centric = pointer_head(",
+                "[flies] * len(tokens)",
+                "[tokens.index('arrow')] * len(tokens)",
+            ),
+        ),
+        until='glue("head_weight"',
+        notes=True,
+    ),
+    Edit(
+        "all_heads",
+        "empty rows left to the softmax",
+        (
+            change(
+                "weights = zero_empty_queries(weights, mask)",
+                "    weights = zero_empty_queries(weights, mask)\n",
+                "",
+            ),
+        ),
+        until="empty_fused, _ = batched(",
+        notes=True,
+    ),
+    Edit(
+        "many_heads",
         "new sentence, words kept",
         many_text('"the cat sat on the mat"'),
         refuses="'time' is not in the sentence.*[Uu]se words",
@@ -431,7 +474,7 @@ EDITS = [
                 "mask = torch.ones(len(tokens), len(tokens)).bool().tril()",
             ),
         ),
-        until='glue("num_others"',
+        until="glued |= dict(changed_from=",
     ),
     Edit(
         "many_heads",

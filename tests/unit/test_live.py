@@ -1,6 +1,7 @@
 """The live lab's Python side: the ONNX export, its cache, the lab's HTML,
 and BertViz's view of every layer. On a tiny random BERT, offline."""
 
+import dataclasses
 import json
 import re
 
@@ -342,3 +343,7 @@ def test_the_lab_opens_where_the_pronoun_links_most_and_checks_onnx(
     assert again.off == "1 head off" and again.similarity_off is not None
     with pytest.raises(ValueError, match="referent"):
         live.lab_opening(exported, a, b, "fruit", "banana", path=checkpoint)
+    # the ONNX file of one model against another checkpoint: named
+    other = dataclasses.replace(exported, num_layers=3)
+    with pytest.raises(ValueError, match="pass lab_opening the path= you"):
+        live.lab_opening(other, a, b, "fruit", "time", path=checkpoint)

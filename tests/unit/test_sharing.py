@@ -314,9 +314,19 @@ def test_a_model_of_one_head_is_refused_and_of_a_prime_h_starts_at_h(
     assert results.conversion.kv_counts == [1]
     numbers = views.page_numbers(results, "tiny")
     assert (numbers["g_first"], numbers["g_last"]) == (2, 1)  # one step
-    assert numbers["fid_first"] == 1.0  # g = h changes nothing
-    assert numbers["fid_last"] == results.conversion.fidelity(1) < 1.0
+    assert float(numbers["fid_first"]) == 1.0  # g = h changes nothing
+    assert results.conversion.fidelity(1) < 1.0
+    assert numbers["fid_last"] != numbers["fid_first"]  # shown apart
+    assert float(numbers["fid_last"]) == pytest.approx(
+        results.conversion.fidelity(1), abs=1e-3
+    )
     assert len(results.conversion.fidelity_drops()) == 2  # a step, 2 halves
+
+
+def test_distinct_adds_decimals_until_unequal_values_read_unequal():
+    assert views.distinct(1.0, 0.99955) == ["1.0000", "0.9996"]
+    assert views.distinct(0.91234, 0.5) == ["0.912", "0.500"]
+    assert views.distinct(0.5, 0.5) == ["0.500", "0.500"]  # equal stays
 
 
 def test_the_page_verdicts_read_each_outcome_and_compare_the_stack():

@@ -571,6 +571,13 @@ def lab_opening(
     by TOLERANCE or more. path, cache: as for `ranking`."""
     path = path or bundled_path()
     tokenizer, bert = load_bert(path)
+    shape = bert.config.num_hidden_layers, bert.config.num_attention_heads
+    if shape != (live.num_layers, live.num_heads):
+        raise ValueError(
+            f"the ONNX model has {live.num_layers} layers of {live.num_heads} "
+            f"heads, the checkpoint at {path} {shape[0]} of {shape[1]}: pass "
+            f"lab_opening the path= you passed exported()"
+        )
     a_tokens = check_sentence(tokenizer, text_a)  # A, without [CLS]
     check_sentence(tokenizer, text_b, at_least=1)  # B: a word or more
     why = "Both words must be in sentence A."

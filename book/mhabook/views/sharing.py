@@ -180,6 +180,17 @@ def page_verdicts(r):
     ]
 
 
+def distinct(*values, digits=3):
+    """The values as text with `digits` decimals, or with as many more (up
+    to 6) as it takes for unequal values to read unequal: 1.0 and 0.99955
+    give '1.0000' and '0.9996', never '1.000' twice."""
+    for places in range(digits, 7):
+        texts = [f"{v:.{places}f}" for v in values]
+        if len(set(texts)) == len(set(values)):
+            break
+    return texts
+
+
 def span(values):
     """'0.38 to 0.64': the smallest and the largest of `values`, to two
     significant digits."""
@@ -270,6 +281,7 @@ def page_numbers(r, model_name):
     first, last = c.kv_counts[0], c.kv_counts[-1]
     if first == last:  # one g below h (h prime): the step is from g = h
         first = c.num_heads
+    fids = distinct(c.fidelity(first), c.fidelity(last), c.fidelity_none)
     return {
         "model_name": model_name,
         "proof_pairs": len(r.checks.pairs),
@@ -304,9 +316,8 @@ def page_numbers(r, model_name):
         "probe_size": c.probe_size,
         "g_first": first,
         "g_last": last,
-        "fid_first": c.fidelity(first),
-        "fid_last": c.fidelity(last),
-        "fid_none": c.fidelity_none,
+        # as text, with the decimals that keep unequal values apart
+        **dict(zip(("fid_first", "fid_last", "fid_none"), fids)),
         "share_last": c.share_lost(last),
         "other_mean": c.other_mean,
         "shift_last": span(c.shift[last]),
