@@ -75,7 +75,7 @@ def change(contains, old, new):
 ONE_TEXT = 'text = "time flies like an arrow"'
 MANY_TEXT = "linked = "
 ALL_INPUT = "loop = MultiHeadAttention(config)"
-LAB_1 = 'sentence = "the cat sat on the mat because it was tired"'
+LAB_1 = 'sentence = "the cat sat on the mat because it was soft"'
 CAUSAL_CHECK = "# after the figure, so a wrong mask"  # all_heads
 ONE_END = "tied = AttentionHead("  # the last cell of one_head
 MANY_QKV = "def qkv_parameters(heads):"  # the last cell before training
@@ -770,6 +770,7 @@ EDITS = [
         (
             change(LAB_1, "the cat sat on the mat", "the dog sat on the rug"),
             change(LAB_1, '"cat", "it"', '"dog", "it"'),
+            change(LAB_1, 'referent = "mat"', 'referent = "rug"'),
         ),
         until=LAB_1_END,
     ),
@@ -801,16 +802,16 @@ EDITS = [
         "labs",
         "a verb with a period",
         (
-            change(LAB_1, "it was tired", "it was tired."),
-            change(LAB_1, '("sat", "was")', '("sat", "tired")'),
+            change(LAB_1, "it was soft", "it was soft."),
+            change(LAB_1, '("sat", "was")', '("sat", "soft")'),
         ),
-        refuses="'tired' is written 'tired.'.*drop the punctuation",
+        refuses="'soft' is written 'soft.'.*drop the punctuation",
     ),
     Edit(
         "labs",
         "pronoun last",
         (
-            change(LAB_1, "because it was tired", "and slept on it"),
+            change(LAB_1, "because it was soft", "and slept on it"),
             change(LAB_1, '("sat", "was")', '("sat", "slept")'),
         ),
         until=LAB_1_END,
@@ -827,7 +828,7 @@ EDITS = [
         (
             change(
                 LAB_1,
-                '"the cat sat on the mat because it was tired"',
+                '"the cat sat on the mat because it was soft"',
                 '"the dog chased the ball because it was fun"',
             ),
             change(
@@ -835,7 +836,7 @@ EDITS = [
                 '"cat", "it", ("sat", "was")',
                 '"dog", "it", ("chased", "was")',
             ),
-            change(LAB_1, "referent = subject", 'referent = "ball"'),
+            change(LAB_1, 'referent = "mat"', 'referent = "ball"'),
         ),
         until=LAB_1_END,
     ),
@@ -845,7 +846,7 @@ EDITS = [
         (
             change(
                 LAB_1,
-                '"the cat sat on the mat because it was tired"',
+                '"the cat sat on the mat because it was soft"',
                 '""',
             ),
         ),

@@ -71,16 +71,16 @@ def lab(visit):
     assert problems["errors"] == [] and problems["dialogs"] == []
 
 
-def test_clicking_it_shows_the_coreference_arc_to_cat(lab):
+def test_clicking_it_shows_the_coreference_arc_to_mat(lab):
     page, root = lab
     root.get_by_role("button", name="the", exact=True).first.click()
     root.get_by_role("button", name="it", exact=True).click()
     state = explorer_state(page, root.element_handle())
     assert state["query"] == "it"
-    coreference, cat = "3", "1"
+    coreference, mat = "3", "5"
     weights = {(h, k): w for h, k, w in state["arcs"]}
-    assert weights[coreference, cat] > 0.5
-    assert "coreference \u2192 \u201ccat\u201d" in state["caption"]
+    assert weights[coreference, mat] > 0.5
+    assert "coreference \u2192 \u201cmat\u201d" in state["caption"]
 
 
 def test_isolate_leaves_one_heads_arcs(lab):
@@ -105,7 +105,7 @@ def test_the_keyboard_path_works(lab):
     state = explorer_state(page, root.element_handle())
     assert state["query"] == state["focused"] == "cat"
     page.keyboard.press("End")
-    assert explorer_state(page, root.element_handle())["query"] == "tired"
+    assert explorer_state(page, root.element_handle())["query"] == "soft"
     toggle = root.get_by_role("button", name="subject head", exact=True)
     toggle.focus()
     page.keyboard.press("Enter")
@@ -172,11 +172,11 @@ def test_explorer_focus_is_visible_and_hidden_heads_keep_contrast(lab):
     assert serious(audit(page, THEME_EXCEPTIONS)) == []
 
 
-def test_two_heads_sending_it_to_cat_are_both_visible(lab):
-    """Lab 1: the subject and coreference heads both send "it" to "cat";
-    their arcs must not lie one under the other."""
+def test_two_heads_sending_sat_to_cat_are_both_visible(lab):
+    """Lab 1: the previous-token and subject heads both send "sat" to
+    "cat"; their arcs must not lie one under the other."""
     page, root = lab
-    root.get_by_role("button", name="it", exact=True).click()
+    root.get_by_role("button", name="sat", exact=True).click()
     arcs = root.evaluate(
         """(el) => {
             const tokens = [...el.querySelectorAll('.mha-token')]
@@ -184,7 +184,7 @@ def test_two_heads_sending_it_to_cat_are_both_visible(lab):
             const cat = String(tokens.indexOf('cat'));
             return [...el.querySelectorAll('.mha-arc')]
                 .filter((p) => p.dataset.key === cat)
-                .filter((p) => ['1', '3'].includes(p.dataset.head))
+                .filter((p) => ['0', '1'].includes(p.dataset.head))
                 .map((p) => { const b = p.getBBox();
                     return [p.dataset.head, b.x, b.y, b.width]; });
         }"""

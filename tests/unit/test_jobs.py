@@ -451,7 +451,8 @@ def test_the_grammar_numbers_group_shares_by_the_words_between():
     study.phrases = [{}, *held_out] * 2  # two phrases per set: labels count
     numbers = jobs.RealHeads.grammar_numbers(study)
     assert numbers["grammar_gaps"] == (
-        "75% with 0 words between, 50% with 1 word between"
+        "75% with 0 words between (1 phrase), 50% with 1 word between "
+        "(1 phrase)"
     )
     assert (numbers["grammar_top"], numbers["grammar_n"]) == (2, 2)
 

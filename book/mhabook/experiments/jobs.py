@@ -468,9 +468,10 @@ class RealHeads:
         for gap, share, _ in rows:
             by_gap.setdefault(gap, []).append(share)
         word = {1: "word"}
+        phrases = {1: "phrase"}
         gaps = ", ".join(
             f"{sum(v) / len(v):.0%} with {gap} {word.get(gap, 'words')} "
-            f"between"
+            f"between ({len(v)} {phrases.get(len(v), 'phrases')})"
             for gap, v in sorted(by_gap.items())
         )
         return {

@@ -266,7 +266,7 @@
         const weight = row[k];
         const to = centres[k] + shift;
         // A quadratic curve peaks at half its control point's height.
-        const lift = Math.min(top, 16 + 0.4 * Math.abs(to - from) + 3 * h);
+        const lift = Math.min(top, 16 + 0.4 * Math.abs(to - from) + 8 * h);
         const loop = 18 + 3 * h;
         const d = k === state.query
           ? "M" + (from - 5) + "," + height + " C" + (from - 14) + "," +
