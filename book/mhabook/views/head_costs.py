@@ -119,6 +119,11 @@ def shown(ratio):
     )
 
 
+def interval(ratio):
+    """(low, high): a PairedRatio's 95% interval."""
+    return ratio.low, ratio.high
+
+
 def interval_text(ratio):
     """'0.82 to 0.99': a PairedRatio's 95% interval (see `number`)."""
     return f"{number(ratio.low)} to {number(ratio.high)}"
@@ -199,13 +204,18 @@ def page_numbers(r):
         "products_ratio": ratio_text(a.products_ratio),
         "other_ops": a.other_ops,
         "per_op_us": a.per_op * 1e6,
+        "matters": MATTERS,  # the margin a time ratio must clear
     }
 
 
-THAN = {  # a paired ratio of times against 1, as printed (`shown`)
+# A ratio of times is called faster or slower only when its whole interval
+# lies more than this far from 1: a margin fixed in advance, since another
+# build on the same machine can land outside one build's interval.
+MATTERS = 0.1
+THAN = {  # a paired ratio of times against 1 +- MATTERS, as printed
     "less": "faster than",
     "more": "slower than",
-    "same": "too close to tell from",
+    "same": f"not clearly {MATTERS:.0%} faster or slower than",
 }
 GAP = {  # the loop's time minus the batched layer's, against 0
     "more": "the loop took longer",
@@ -238,8 +248,9 @@ def page_verdicts(r):
         ("fused_short", r.fused_batched[short]),
         ("fused_long", r.fused_batched[long]),
     ]
+    band = 1 - MATTERS, 1 + MATTERS
     return [
-        (name, "compare", shown(ratio).against(1), THAN)
+        (name, "compare", (*interval(shown(ratio)), *band), THAN)
         for name, ratio in ratios
     ] + [
         ("gap_short", "compare", a.gap.against(0), GAP),
