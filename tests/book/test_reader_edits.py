@@ -297,6 +297,31 @@ EDITS = [
     ),
     # many_heads: the sentence and its two words, the config, the layer
     Edit(
+        "one_head",
+        "exercise 2 ties the values, not the keys",
+        (
+            change(
+                "tied.k.load_state_dict(",
+                "tied.k.load_state_dict(tied.q.state_dict())",
+                "tied.v.load_state_dict(tied.q.state_dict())",
+            ),
+        ),
+        until="note_unless(torch.equal(tied.k.weight",
+        notes=True,
+    ),
+    Edit(
+        "heads_learn",
+        "a task of one digit",
+        (
+            change(
+                "config = tr.TinyConfig()",
+                "tr.TinyConfig()",
+                "tr.TinyConfig(num_digits=1)",
+            ),
+        ),
+        refuses="num_digits = 1.*use 2 or more",
+    ),
+    Edit(
         "many_heads",
         "the probe's nudge switched off",
         (

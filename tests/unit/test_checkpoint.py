@@ -50,6 +50,13 @@ def test_a_local_folder_is_loaded_with_eager_attention(tiny_model):
     assert huggingface_hub.utils.are_progress_bars_disabled()
 
 
+def test_positions_other_than_absolute_are_noted(tmp_path, capsys):
+    tiny_tokenizer().save_pretrained(tmp_path)
+    tiny_bert(position_embedding_type="relative_key").save_pretrained(tmp_path)
+    load_checkpoint(str(tmp_path))
+    assert "'relative_key' positions ignored" in capsys.readouterr().out
+
+
 def test_the_environment_variable_names_the_checkpoint(
     tiny_model, monkeypatch
 ):

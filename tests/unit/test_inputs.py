@@ -130,6 +130,11 @@ def test_an_order_that_is_no_permutation_is_refused(order):
         check_order(order, 3)
 
 
+def test_a_refused_order_is_quoted_as_typed_and_sorted():
+    with pytest.raises(ValueError, match=r"order \[2, 1, 1\] .*sorted: \[1"):
+        check_order([2, 1, 1], 3)
+
+
 @pytest.mark.parametrize("order", [torch.tensor([2.0, 0.0, 1.0]), [2.0, 0, 1]])
 def test_an_order_of_floats_is_refused_with_the_cast(order):
     with pytest.raises(ValueError, match=r"order.long\(\)"):

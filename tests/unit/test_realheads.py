@@ -158,6 +158,9 @@ def test_run_example_keeps_segments_and_special_positions(tokenizer):
     assert position(pair, "flies", 1) == 5
     with pytest.raises(ValueError, match="'arrow' is not in sentence B"):
         position(pair, "arrow", 1)
+    for a, b, empty in (("time flies", "", "B"), (" ", None, "A")):
+        with pytest.raises(ValueError, match=f"sentence {empty} is empty"):
+            run_example(model, tokenizer, a, b)
     split = {**pair, "tokens": ["[CLS]", "time", "[SEP]", "fl", "##ies"]}
     split["segments"] = torch.tensor([0, 0, 0, 1, 1])
     with pytest.raises(ValueError, match="cuts 'flies' into pieces"):

@@ -262,3 +262,8 @@ def test_the_seeds_are_named_as_a_range_only_when_they_are_one():
     assert seed_list([7, 0, 3]) == "7, 0 and 3"
     assert seed_list([4, 5]) == "4 and 5"
     assert seed_list([2]) == "2"
+
+
+def test_one_digit_is_refused_since_the_matching_answer_needs_no_lookup():
+    with pytest.raises(ValueError, match="num_digits = 1.*use 2 or more"):
+        TinyConfig(num_digits=1)

@@ -273,6 +273,9 @@ def load_checkpoint(name=None):
         model = model.float()
     model.eval()
     config = model.config
+    positions = getattr(config, "position_embedding_type", "absolute")
+    if positions != "absolute":  # transformers 5 reads absolute ones only
+        print(f"Note: {positions!r} positions ignored; absolute ones used")
     info = Checkpoint(
         name=display,
         source=source,

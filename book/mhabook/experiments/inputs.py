@@ -140,7 +140,8 @@ def check_order(order, num_tokens):
     listed = sorted(order.flatten().tolist())
     if listed != list(range(num_tokens)):
         raise ValueError(
-            f"order {listed} does not list each token once: use an order "
+            f"order {order.flatten().tolist()} does not list each token "
+            f"once (sorted: {listed}): use an order "
             f"that lists 0 to {num_tokens - 1} once, such as "
             f"torch.randperm({num_tokens})"
         )

@@ -92,8 +92,8 @@ TARGETS = {
     "[CLS]": "[CLS]",
     "[SEP]": "[SEP]",
 }
-# The job that needs grammar, measured on book/data/noun_phrases.tsv: the
-# noun sits past one or more adjectives, so no fixed distance finds it.
+# The job measured on book/data/noun_phrases.tsv, where a determiner's noun
+# sits past one or more adjectives, so no fixed distance finds it.
 GRAMMAR = "determiner → its noun"
 # Targets that are not words: heads may park attention there when their
 # job does not apply (Clark et al. 2019, section 3.2), so a head that does

@@ -177,6 +177,12 @@ def run_example(model, tokenizer, text, pair=None):
             f"got {text!r} and {pair!r}: give each sentence as a string, "
             f'such as "time flies like an arrow"'
         )
+    for name, sentence in (("A", text), ("B", pair)):
+        if sentence is not None and not sentence.strip():
+            raise ValueError(
+                f"sentence {name} is empty: type a sentence of one word or "
+                f"more (or pass None for B, to read A alone)"
+            )
     pairs = None if pair is None else [pair]
     return run_examples(model, tokenizer, [text], pairs)[0]
 

@@ -39,6 +39,14 @@ class TinyConfig:
     hidden_size: int = 32
     num_attention_heads: int = 2
 
+    def __post_init__(self):
+        if self.num_digits < 2:  # one digit: the answer needs no lookup
+            raise ValueError(
+                f"num_digits = {self.num_digits}: with one digit every "
+                f"matching answer is the same, so no head needs to look; "
+                f"use 2 or more"
+            )
+
     @property
     def vocab_size(self):
         return self.num_letters * self.num_digits
