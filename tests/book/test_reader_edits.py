@@ -311,6 +311,22 @@ EDITS = [
     ),
     Edit(
         "heads_learn",
+        "a repeated seed",
+        (
+            change(
+                "runs = tr.heads_learn(", "seeds=range(12)", "seeds=[0, 0, 1]"
+            ),
+        ),
+        refuses="repeat a seed.*use distinct seeds",
+    ),
+    Edit(
+        "labs",
+        "the explorer opened on a word",
+        (change(LAB_1, "query=it,", 'query="it",'),),
+        until=LAB_1,
+    ),
+    Edit(
+        "heads_learn",
         "a task of one digit",
         (
             change(

@@ -187,3 +187,13 @@ def test_pronoun_heads_refuses_the_sentence_as_a_string():
     sentence = " ".join(TOKENS)
     with pytest.raises(TypeError, match=r"\.split\(\)"):
         pronoun_heads(sentence, "cat", "it", ("sat", "was"))
+
+
+def test_the_query_may_be_a_token_or_its_position():
+    names, weights = pronoun_heads(TOKENS, "cat", "it", ("sat", "was"))
+    view = head_explorer(
+        TOKENS, weights, names, query="it", html_action="return"
+    )
+    assert params(view)["query"] == TOKENS.index("it")
+    with pytest.raises(ValueError, match="'dog' is not one of the tokens"):
+        head_explorer(TOKENS, weights, names, query="dog")

@@ -167,41 +167,12 @@ def test_page_verdicts_judge_ratios_as_printed_and_differences_by_sign():
     }
     assert found == {
         "batched_short": "faster than",
-        "batched_long": "not clearly 10% faster or slower than",
+        "batched_long": "too close to tell from",
         "products_short": "slower than",
         "softmax_most": "slower than",
-        "fused_short": "not clearly 10% faster or slower than",
-        "fused_long": "not clearly 10% faster or slower than",
+        "fused_short": "too close to tell from",
+        "fused_long": "too close to tell from",  # prints 1.00
         "gap_short": "the loop took longer",
         "rest_sign": "negative",
         "dispatch_rest": "dispatch is larger than the unexplained rest",
     }
-
-
-def test_a_time_ratio_within_the_margin_is_not_called_faster_or_slower():
-    """1.05 (1.03 to 1.06) is measurably above 1, but not by MATTERS."""
-    from mhabook.experiments.verdicts import decide
-
-    record = made_up_record()
-    record.batched_loop = {
-        5: PairedRatio(1.05, 1.03, 1.06),  # inside the margin
-        9: PairedRatio(0.85, 0.80, 0.89),  # past it: faster
-    }
-    record.fused_batched = {
-        5: PairedRatio(1.15, 1.12, 1.18),  # past it: slower
-        9: PairedRatio(0.93, 0.88, 0.95),  # straddles 0.9
-    }
-    record.softmax_heads = PairedRatio(11.9, 10.8, 14.2)
-    ms = Term(1e-3, 5e-4, 2e-3)
-    record.accounting = Accounting(
-        5, 2, ms, ms, ms, ms, PairedRatio(1.8, 1.6, 2.2), 30, 20, 2.5e-6
-    )
-    found = {
-        name: decide(rule, args, phrases)[1]
-        for name, rule, args, phrases in head_costs.page_verdicts(record)
-    }
-    assert head_costs.MATTERS == 0.1
-    assert found["batched_short"] == head_costs.THAN["same"]
-    assert found["batched_long"] == "faster than"
-    assert found["fused_short"] == "slower than"
-    assert found["fused_long"] == head_costs.THAN["same"]

@@ -208,3 +208,14 @@ def test_a_hash_line_among_the_rows_is_skipped_with_a_note(
     assert embedding.load_lines("set.txt") == ["first", "last"]
     out = capsys.readouterr().out
     assert "line 3: # line, skipped" in out and "line 1" not in out
+
+
+def test_a_data_file_not_saved_as_utf8_names_its_line(tmp_path, monkeypatch):
+    from mhabook.experiments import embedding
+
+    (tmp_path / "set.txt").write_bytes(
+        "first\nthe caf\u00e9\n".encode("latin-1")
+    )
+    monkeypatch.setattr(embedding, "DATA", tmp_path)
+    with pytest.raises(ValueError, match="set.txt, line 2, is not UTF-8"):
+        embedding.load_lines("set.txt")

@@ -1070,3 +1070,10 @@ def test_a_model_with_one_segment_embedding_is_refused_a_pair():
     model = tiny_bert(type_vocab_size=1)
     with pytest.raises(ValueError, match="type_vocab_size=2"):
         encode_pair(tiny_tokenizer(), model, "time flies", "time flies")
+
+
+def test_a_model_of_no_layers_is_refused_before_it_runs(tokenizer):
+    model = tiny_bert(num_hidden_layers=0)
+    inputs = tokenizer("time flies", return_tensors="pt")
+    with pytest.raises(ValueError, match="0 layers.*1 layer or more"):
+        model_attentions(model, inputs)

@@ -28,7 +28,14 @@ def load_lines(name, repeats=False):
             f"no file {name!r} in {DATA}: use one of {there}, or put yours "
             f"there"
         )
-    lines = path.read_text(encoding="utf-8-sig").splitlines()
+    try:
+        lines = path.read_text(encoding="utf-8-sig").splitlines()
+    except UnicodeDecodeError as error:
+        line = path.read_bytes()[: error.start].count(b"\n") + 1
+        raise ValueError(
+            f"book/data/{name}, line {line}, is not UTF-8 text: save the "
+            f"file as UTF-8 (an editor's 'Save with encoding' menu)"
+        ) from None
     kept, seen = [], {}
     for number, line in enumerate(lines, 1):
         text = line.strip()

@@ -628,9 +628,9 @@ def heads_needed_results(
         k, row = bad[0]
         raise ValueError(
             f"each row is (sentence, paraphrase, partner), but row {k} of "
-            f"`rows` has {len(row)} column(s): {row!r}; in "
-            f"book/data/paraphrases.tsv, separate a line's three columns "
-            f"with one tab each"
+            f"`rows` has {len(row)} column(s): {row!r}; load the rows from "
+            f"book/data/paraphrases.tsv, and in it separate a line's three "
+            f"columns with one tab each"
         )
     if h < 3:  # two heads can only rank the same way or the other way
         print(f"Note: {h} heads a layer: within-layer ranks only give ±1")

@@ -65,6 +65,11 @@ def segments_from_sep(input_ids, sep_token_id):
 def model_attentions(model, inputs):
     """Return (L, h, T, T) attention weights and the hidden states."""
     implementation = model.config._attn_implementation
+    if model.config.num_hidden_layers < 1:
+        raise ValueError(
+            "the model has 0 layers, so no attention to read: choose a "
+            "checkpoint with 1 layer or more (MHA_CHECKPOINT)"
+        )
     with torch.no_grad():
         outputs = model(
             **inputs, output_attentions=True, output_hidden_states=True

@@ -379,6 +379,12 @@ def heads_learn(config, seeds=range(12), steps=400, held_out_size=1024):
     run on `held_out_size` held-out sequences, drawn by a generator seed
     that no run trains from (one above the largest). The runs ask whether
     two jobs split between heads: one head is refused."""
+    seeds = list(seeds)
+    if len(set(seeds)) != len(seeds):  # a repeated seed repeats its run
+        raise ValueError(
+            f"seeds {seeds} repeat a seed, so one run would count twice: "
+            f"use distinct seeds, such as range({len(seeds)})"
+        )
     if config.num_attention_heads < 2:
         raise ValueError(
             f"heads_learn asks whether training splits two jobs between "

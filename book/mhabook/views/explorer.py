@@ -52,7 +52,8 @@ def head_explorer(
     """Show (or with html_action="return", return) the head explorer.
 
     weights: (h, T, T) attention weights, one map per head, rows summing
-    to one; head_names: h names; query: the token selected at first.
+    to one; head_names: h names; query: the token selected at first, its
+    position or the token itself.
     """
     weights = torch.as_tensor(weights, dtype=torch.float64)
     num_tokens = len(tokens)
@@ -72,6 +73,13 @@ def head_explorer(
             f"at most {len(HEAD_COLOURS)} heads fit the palette; pass a "
             f"selection such as weights[:{len(HEAD_COLOURS)}]"
         )
+    if isinstance(query, str):
+        if query not in tokens:
+            raise ValueError(
+                f"query {query!r} is not one of the tokens: pass one of them "
+                f"or its position, 0 to {num_tokens - 1}"
+            )
+        query = list(tokens).index(query)
     if not 0 <= query < num_tokens:
         raise ValueError(
             f"query {query} is not in 0..{num_tokens - 1}: pick a query "

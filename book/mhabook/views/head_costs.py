@@ -119,11 +119,6 @@ def shown(ratio):
     )
 
 
-def interval(ratio):
-    """(low, high): a PairedRatio's 95% interval."""
-    return ratio.low, ratio.high
-
-
 def interval_text(ratio):
     """'0.82 to 0.99': a PairedRatio's 95% interval (see `number`)."""
     return f"{number(ratio.low)} to {number(ratio.high)}"
@@ -208,14 +203,13 @@ def page_numbers(r):
     }
 
 
-# A ratio of times is called faster or slower only when its whole interval
-# lies more than this far from 1: a margin fixed in advance, since another
-# build on the same machine can land outside one build's interval.
+# A gap in time smaller than this share may not repeat: another build on
+# the same machine can land outside one build's interval (the page says so).
 MATTERS = 0.1
-THAN = {  # a paired ratio of times against 1 +- MATTERS, as printed
+THAN = {  # a paired ratio of times against 1, as printed (`shown`)
     "less": "faster than",
     "more": "slower than",
-    "same": f"not clearly {MATTERS:.0%} faster or slower than",
+    "same": "too close to tell from",
 }
 GAP = {  # the loop's time minus the batched layer's, against 0
     "more": "the loop took longer",
@@ -248,9 +242,8 @@ def page_verdicts(r):
         ("fused_short", r.fused_batched[short]),
         ("fused_long", r.fused_batched[long]),
     ]
-    band = 1 - MATTERS, 1 + MATTERS
     return [
-        (name, "compare", (*interval(shown(ratio)), *band), THAN)
+        (name, "compare", shown(ratio).against(1), THAN)
         for name, ratio in ratios
     ] + [
         ("gap_short", "compare", a.gap.against(0), GAP),
