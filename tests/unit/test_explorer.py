@@ -197,3 +197,8 @@ def test_the_query_may_be_a_token_or_its_position():
     assert params(view)["query"] == TOKENS.index("it")
     with pytest.raises(ValueError, match="'dog' is not one of the tokens"):
         head_explorer(TOKENS, weights, names, query="dog")
+
+
+def test_a_verb_named_twice_is_refused():
+    with pytest.raises(ValueError, match="names a verb twice"):
+        pronoun_heads(TOKENS, "cat", "it", ("sat", "sat"))

@@ -31,6 +31,10 @@ def pronoun_heads(
             "give pronoun_heads a sentence's words (sentence.split()) and at "
             "least one verb, such as verbs=('sat', 'was')"
         )
+    if len(set(verbs)) != len(verbs):
+        raise ValueError(
+            f"verbs {tuple(verbs)} names a verb twice: give each verb once"
+        )
     referent = subject if referent is None else referent
     why = "pronoun_heads looks for each word as it is written."
     named = [("subject", subject), ("pronoun", pronoun)]
