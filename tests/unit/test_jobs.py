@@ -388,6 +388,7 @@ def test_the_study_runs_on_a_random_bert_and_finds_no_job_there(tmp_path):
         "source_loaded",
         "jobs_done",
         "grammar_seen",
+        "grammar_between_side",
         "first_look",
         "sink_side",
         "flies_seen",
@@ -448,6 +449,11 @@ def test_the_grammar_numbers_group_shares_by_the_words_between():
     rows = jobs.RealHeads.grammar_rows.fget(study)
     assert rows == [(1, 0.5, True), (0, 0.75, True)]
     study.grammar_rows = rows
+    between = jobs.RealHeads.grammar_between.fget(study)
+    assert between == 0.0  # the one word between (2) puts nothing on 3
+    attention[0, 1, 2, 3] = 0.4  # now the word between looks at the noun
+    assert jobs.RealHeads.grammar_between.fget(study) == pytest.approx(0.4)
+    study.grammar_between = between
     study.phrases = [{}, *held_out] * 2  # two phrases per set: labels count
     numbers = jobs.RealHeads.grammar_numbers(study)
     assert numbers["grammar_gaps"] == (

@@ -389,6 +389,18 @@ class RealHeads:
         return rows
 
     @property
+    def grammar_between(self):
+        """The grammar head's mean share, over the held-out noun phrases,
+        that a word between determiner and noun puts on the noun (NaN when
+        no phrase has a word between)."""
+        shares = []
+        for ex in self.phrases[1::2]:
+            weights = ex["attention"][self.grammar.layer, self.grammar.head]
+            for first, last in ex.get("phrases", ()):
+                shares += weights[first + 1 : last, last].tolist()
+        return sum(shares) / len(shares) if shares else float("nan")
+
+    @property
     def grammar_example(self):
         """The held-out sentence whose noun phrase has the most words
         between determiner and noun (the first such): the figure's."""
@@ -483,6 +495,7 @@ class RealHeads:
             "grammar_top": sum(top for *_, top in rows),
             "grammar_n": len(rows),
             "grammar_gaps": gaps,
+            "grammar_between": self.grammar_between,
             "n_phrases": len(self.phrases),
         }
 

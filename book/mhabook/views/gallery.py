@@ -159,6 +159,12 @@ GRAMMAR_SEEN = {True: "favours the determiner's noun"}
 GRAMMAR_SEEN[False] = "favours no word clearly"
 
 
+# Whether the words between determiner and noun weight the noun at least
+# half as much as the determiner does, in the grammar head.
+BETWEEN = {True: "Words between also look at the noun"}
+BETWEEN[False] = "Words between look at it much less"
+
+
 # Which model the page reads: the bundled one, and the source's or not.
 MODEL = {True: "a sentence encoder, not the source's BERT-base"}
 MODEL[False] = "the loaded model"
@@ -188,6 +194,12 @@ def page_verdicts(study, first, checkpoint):
         ),
         ("jobs_done", "how_many", (done, len(study.word_jobs)), have),
         ("grammar_seen", "above", (grammar.low, base), GRAMMAR_SEEN),
+        (
+            "grammar_between_side",
+            "above",
+            (study.grammar_between, grammar.held_out / 2),
+            BETWEEN,
+        ),
         ("first_look", "above", (study.on_pair(first), 0.5), look),
         ("sink_side", "compare", (gap, gap, -0.01, 0.01), SINK),
         ("flies_seen", "above", (study.flies.score.low, 1.0), SEEN),
