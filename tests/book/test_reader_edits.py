@@ -295,7 +295,6 @@ EDITS = [
         ),
         refuses="checkpoint folder 'path/to/bert' not found. Looked in",
     ),
-    # many_heads: the sentence and its two words, the config, the layer
     Edit(
         "one_head",
         "exercise 2 ties the values, not the keys",
@@ -309,34 +308,7 @@ EDITS = [
         until="note_unless(torch.equal(tied.k.weight",
         notes=True,
     ),
-    Edit(
-        "heads_learn",
-        "a repeated seed",
-        (
-            change(
-                "runs = tr.heads_learn(", "seeds=range(12)", "seeds=[0, 0, 1]"
-            ),
-        ),
-        refuses="repeat a seed.*use distinct seeds",
-    ),
-    Edit(
-        "labs",
-        "the explorer opened on a word",
-        (change(LAB_1, "query=it,", 'query="it",'),),
-        until=LAB_1,
-    ),
-    Edit(
-        "heads_learn",
-        "a task of one digit",
-        (
-            change(
-                "config = tr.TinyConfig()",
-                "tr.TinyConfig()",
-                "tr.TinyConfig(num_digits=1)",
-            ),
-        ),
-        refuses="num_digits = 1.*use 2 or more",
-    ),
+    # many_heads: the sentence and its two words, the config, the layer
     Edit(
         "many_heads",
         "the probe's nudge switched off",
@@ -365,19 +337,6 @@ EDITS = [
             ),
         ),
         until='glue("head_weight"',
-        notes=True,
-    ),
-    Edit(
-        "all_heads",
-        "empty rows left to the softmax",
-        (
-            change(
-                "weights = zero_empty_queries(weights, mask)",
-                "    weights = zero_empty_queries(weights, mask)\n",
-                "",
-            ),
-        ),
-        until="empty_fused, _ = batched(",
         notes=True,
     ),
     Edit(
@@ -589,6 +548,28 @@ EDITS = [
             ),
         ),
         until="pair = torch.randn(",
+    ),
+    Edit(
+        "heads_learn",
+        "a repeated seed",
+        (
+            change(
+                "runs = tr.heads_learn(", "seeds=range(12)", "seeds=[0, 0, 1]"
+            ),
+        ),
+        refuses="repeat a seed.*use distinct seeds",
+    ),
+    Edit(
+        "heads_learn",
+        "a task of one digit",
+        (
+            change(
+                "config = tr.TinyConfig()",
+                "tr.TinyConfig()",
+                "tr.TinyConfig(num_digits=1)",
+            ),
+        ),
+        refuses="num_digits = 1.*use 2 or more",
     ),
     Edit(
         "heads_learn",
@@ -804,6 +785,19 @@ EDITS = [
         ),
         refuses=r"hidden_state\[None\]",
     ),
+    Edit(
+        "all_heads",
+        "empty rows left to the softmax",
+        (
+            change(
+                "weights = zero_empty_queries(weights, mask)",
+                "    weights = zero_empty_queries(weights, mask)\n",
+                "",
+            ),
+        ),
+        until="empty_fused, _ = batched(",
+        notes=True,
+    ),
     # labs, Lab 1: four hand-made heads on a sentence the reader chooses
     Edit(
         "labs",
@@ -892,6 +886,12 @@ EDITS = [
             ),
         ),
         refuses="give pronoun_heads a sentence's words",
+    ),
+    Edit(
+        "labs",
+        "the explorer opened on a word",
+        (change(LAB_1, "query=it,", 'query="it",'),),
+        until=LAB_1,
     ),
 ]
 

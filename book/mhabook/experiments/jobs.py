@@ -304,6 +304,15 @@ def grammar_job(model, tokenizer):
     return job, examples
 
 
+def held_out_phrases(job, examples):
+    """(weights (T, T) of `job`'s head, first, last) for each noun phrase
+    of the held-out (odd) examples of `phrase_examples`."""
+    for ex in examples[1::2]:
+        weights = ex["attention"][job.layer, job.head]
+        for first, last in ex.get("phrases", ()):
+            yield weights, first, last
+
+
 # --- The study of section 4, in one call -----------------------------------
 
 
@@ -380,12 +389,12 @@ class RealHeads:
         of the determiner's attention the grammar head puts on the noun, and
         whether the noun is the token it weights most."""
         rows = []
-        for ex in self.phrases[1::2]:  # the odd sentences: held out
-            weights = ex["attention"][self.grammar.layer, self.grammar.head]
-            for first, last in ex.get("phrases", ()):
-                row = weights[first]
-                top = int(row.argmax()) == last
-                rows.append((last - first - 1, row[last].item(), top))
+        for weights, first, last in held_out_phrases(
+            self.grammar, self.phrases
+        ):
+            row = weights[first]
+            top = int(row.argmax()) == last
+            rows.append((last - first - 1, row[last].item(), top))
         return rows
 
     @property
@@ -394,10 +403,10 @@ class RealHeads:
         that a word between determiner and noun puts on the noun (NaN when
         no phrase has a word between)."""
         shares = []
-        for ex in self.phrases[1::2]:
-            weights = ex["attention"][self.grammar.layer, self.grammar.head]
-            for first, last in ex.get("phrases", ()):
-                shares += weights[first + 1 : last, last].tolist()
+        for weights, first, last in held_out_phrases(
+            self.grammar, self.phrases
+        ):
+            shares += weights[first + 1 : last, last].tolist()
         return sum(shares) / len(shares) if shares else float("nan")
 
     @property
