@@ -137,6 +137,19 @@ EDITS = [
     ),
     Edit(
         "one_head",
+        "softmax over the queries",
+        (
+            change(
+                "def scaled_dot_product_attention(",
+                "torch.softmax(scores, dim=-1)",
+                "torch.softmax(scores, dim=-2)",
+            ),
+        ),
+        until="note_unless(rows,",
+        notes=True,
+    ),
+    Edit(
+        "one_head",
         "capital and period",
         (one_text('"Time flies like an arrow."'),),
         until=ONE_END,
@@ -597,6 +610,16 @@ EDITS = [
         refuses="head count that divides 8",
     ),
     # all_heads: the sizes, the input, the batched layer's steps, masks
+    Edit(
+        "all_heads",
+        "dropout without the causal mask",
+        (
+            change(
+                "layer.train()  # dropout on", "causal_mask(T)  #", "None  #"
+            ),
+        ),
+        until="layer.train()  # dropout on",
+    ),
     Edit(
         "all_heads",
         "a wider view demo",

@@ -350,12 +350,8 @@ def test_the_study_runs_on_a_random_bert_and_finds_no_job_there(tmp_path):
         claim.layer0.head,
         claim.layer0.score.mean,
     )
-    assert numbers["n_half"] == max(claim.n_choose, claim.n_confirm)
-    # the other check, chosen on the odd pairs: both are on the page
-    assert (numbers["swap_head"], numbers["swap_lift"]) == (
-        claim.layer0_swapped.head,
-        claim.layer0_swapped.score.mean,
-    )
+    # the other check, chosen on the odd pairs (testing_heads shows both)
+    assert swapped.head == claim.layer0_swapped.head
     # the head view's buttons: the jobs, then the "flies" head of "And head 8?"
     assert study.presets[:-1] == [*study.jobs, study.grammar]
     assert study.presets[-1] == (
@@ -390,7 +386,6 @@ def test_the_study_runs_on_a_random_bert_and_finds_no_job_there(tmp_path):
         "grammar_seen",
         "grammar_between_side",
         "first_look",
-        "sink_side",
         "flies_seen",
         "flies_top_side",
     ]
@@ -398,13 +393,8 @@ def test_the_study_runs_on_a_random_bert_and_finds_no_job_there(tmp_path):
         decide(rule, args, phrases)
         if rule == "above":
             assert set(phrases) == {True, False}, name
-        elif rule == "compare":
-            assert set(phrases) == {"more", "same", "less"}, name
         else:
             assert set(phrases) == {"none", "some", "most", "all"}, name
-    sink = {name: args for name, _, args, _ in verdicts}["sink_side"]
-    gap = numbers["cls_median"] - numbers["sep_median"]
-    assert sink == (gap, gap, -0.01, 0.01)  # within a point: level
     assert study.jobs_done == 0  # so the page says "none has"
     assert decide(*verdicts[2][1:])[1] == "none has"
 

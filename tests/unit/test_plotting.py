@@ -318,6 +318,23 @@ def test_flies_bars_draws_both_rows_and_wants_a_name_for_each():
         flies_bars(rows, tokens, [1], ["A"])
 
 
+def test_source_pair_bars_title_the_head_and_bold_the_targets():
+    from types import SimpleNamespace
+
+    from mhabook.views.testing import source_pair_bars
+
+    record = SimpleNamespace(
+        source_rows=torch.rand(2, 4),
+        source_tokens=["time", "flies", "fruit", "flies"],
+        source_targets=[2],
+    )
+    ax = source_pair_bars(record, 3)
+    assert ax.get_title() == "layer 0, head 3, the source's pair"
+    weights = [t.get_fontweight() for t in ax.get_xticklabels()]
+    assert weights == ["normal", "normal", "bold", "normal"]
+    plt.close("all")
+
+
 def test_heatmaps_refuse_a_title_count_that_does_not_match():
     maps = [torch.eye(3), torch.eye(3)]
     with pytest.raises(ValueError, match="one title per map"):

@@ -461,21 +461,12 @@ class RealHeads:
             "flies_lift": flies.score.mean,
             "flies_lift_low": flies.score.low,
             "flies_lift_high": flies.score.high,
-            # the other check: chosen on the odd pairs, scored on the even
-            "swap_head": self.swapped.head,
-            "swap_lift": self.swapped.score.mean,
-            "swap_lift_low": self.swapped.score.low,
-            "swap_lift_high": self.swapped.score.high,
-            "n_half": (self.n_flies + 1) // 2,  # held-out pairs, at most
             # on the source's pair, the word "flies" in A weights most
             "flies_top": self.source_top[0],
             "flies_top_weight": self.source_rows[
                 0, self.source_top_at[0]
             ].item(),
             "largest": self.largest_difference,
-            # the median head's share on each, where heads park attention
-            "cls_median": self.job("[CLS]").median,
-            "sep_median": self.job("[SEP]").median,
             "flies_layer": flies.layer,
             **self.grammar_numbers(),
         }

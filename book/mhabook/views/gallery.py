@@ -145,13 +145,10 @@ def picture_table(flies, swapped, rival=True):
 
 
 SIDES = {True: "in sentence B", False: "in sentence A"}
-# Where the median head parks more: within a point of each other is level.
-SINK = {"more": "[CLS] takes more", "less": "[SEP] takes more"}
-SINK["same"] = "the two are about level"
 # Whether layer 0 draws a weak form of the source's picture: the held-out
 # score's interval (the least-lifted target, 1 an even share) above 1.
-SEEN = {True: "one head favours all three targets slightly"}
-SEEN[False] = "no head clearly favours the targets"
+SEEN = {True: "It favours all three targets, if slightly"}
+SEEN[False] = "It favours no target clearly"
 
 
 # Whether the grammar head's held-out interval clears both baselines.
@@ -179,8 +176,7 @@ def page_verdicts(study, first, checkpoint):
     count = f"{done} {'has' if done == 1 else 'have'}"
     have = {"none": "none has", "some": count, "most": count}
     have["all"] = "each has"
-    look = {True: "mostly to that target", False: "mostly elsewhere"}
-    gap = study.job("[CLS]").median - study.job("[SEP]").median
+    look = {True: "mostly there", False: "mostly elsewhere"}
     in_b = int(study.source_top_sides[0] == "B")  # A's "flies", top word
     grammar = study.grammar
     base = max(grammar.even, grammar.median)  # `Job.beats_baselines`
@@ -201,7 +197,6 @@ def page_verdicts(study, first, checkpoint):
             BETWEEN,
         ),
         ("first_look", "above", (study.on_pair(first), 0.5), look),
-        ("sink_side", "compare", (gap, gap, -0.01, 0.01), SINK),
         ("flies_seen", "above", (study.flies.score.low, 1.0), SEEN),
         ("flies_top_side", "above", (in_b, 0), SIDES),
     ]

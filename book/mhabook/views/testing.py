@@ -18,16 +18,18 @@ def _array(values):
     return np.asarray(values, dtype=float)
 
 
-def source_pair_bars(claim2):
-    """`flies_bars` for claim 2's layer-0 head on the source's pair:
-    "flies" in A and in B, the three targets in bold."""
+def source_pair_bars(record, head):
+    """`flies_bars` for `head` of layer 0 on the source's pair: "flies" in
+    A and in B, the three targets in bold. `record` holds that head's
+    `source_rows` (2, T), `source_tokens` and `source_targets` (a claim 2
+    record of `realheads`, or section 4's `RealHeads`)."""
     ax = flies_bars(
-        claim2.source_rows,  # (2, T)
-        claim2.source_tokens,
-        claim2.source_targets,
+        record.source_rows,  # (2, T)
+        record.source_tokens,
+        record.source_targets,
         ['"flies" in A', '"flies" in B'],
     )
-    ax.set_title(f"layer 0, head {claim2.layer0.head}, the source's pair")
+    ax.set_title(f"layer 0, head {head}, the source's pair")
     return ax
 
 
