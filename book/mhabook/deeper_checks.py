@@ -93,8 +93,10 @@ def check_fits(cache, stored, K, V):
     if K.shape != (B, g, K.shape[2], d_k):
         raise ValueError(
             f"keys {tuple(K.shape)} and values {tuple(V.shape)} do not "
-            f"fit a cache of (B, g, max_tokens, d_k) = {(B, g, room, d_k)}: "
-            f"make it KVCache({K.shape[0]}, {K.shape[1]}, max_tokens, "
+            f"fit a cache of (B, g, max_tokens, d_k) = {(B, g, room, d_k)}. "
+            f"Check that the keys are (B, g, T, d_k), in that order (the "
+            f"permute or transpose that made them); if they are, make it "
+            f"KVCache({K.shape[0]}, {K.shape[1]}, max_tokens, "
             f"{K.shape[-1]}), the layer's B, g and d_k"
         )
     if K.dtype != cache.dtype:

@@ -80,7 +80,7 @@ CAUSAL_CHECK = "# after the figure, so a wrong mask"  # all_heads
 ONE_END = "tied = AttentionHead("  # the last cell of one_head
 MANY_QKV = "def qkv_parameters(heads):"  # the last cell before training
 ALL_END = "both = causal_mask(longest) & padding_mask(lengths, longest)"
-LAB_1_END = 'glue("coref_weight"'
+LAB_1_END = "coref_weight=coreference"
 
 DEFAULT = '"time flies like an arrow"'
 
@@ -137,6 +137,22 @@ EDITS = [
     ),
     Edit(
         "one_head",
+        "cosines over the wrong axis",
+        (change("cosine = torch.cosine_similarity(", "dim=-1", "dim=0"),),
+        until="even = abs(head_share",
+        at="even = abs(head_share",
+        refuses="one cosine per token",
+    ),
+    Edit(
+        "one_head",
+        "the reordered output set against the unreordered one",
+        (change("same = torch.allclose(", "in_order[:, order]", "in_order"),),
+        until="if not same:",
+        at="if not same:",
+        refuses=r"in_order\[:, order\]",
+    ),
+    Edit(
+        "one_head",
         "softmax over the queries",
         (
             change(
@@ -145,7 +161,7 @@ EDITS = [
                 "torch.softmax(scores, dim=-2)",
             ),
         ),
-        until="note_unless(rows,",
+        until="hand_check(scaled_dot_product_attention)",
         notes=True,
     ),
     Edit(
@@ -322,6 +338,19 @@ EDITS = [
         notes=True,
     ),
     # many_heads: the sentence and its two words, the config, the layer
+    Edit(
+        "many_heads",
+        "the value map left out of the count",
+        (
+            change(
+                "def qkv_parameters",
+                "head.q, head.k, head.v",
+                "head.q, head.k",
+            ),
+        ),
+        until="note_unless(one == many",
+        notes=True,
+    ),
     Edit(
         "many_heads",
         "the probe's nudge switched off",
@@ -540,6 +569,30 @@ EDITS = [
     ),
     Edit(
         "real_heads",
+        "no sentence B",
+        (
+            change(
+                "study = jobs.real_heads_results(",
+                '"fruit flies like a banana"',
+                "None",
+            ),
+        ),
+        refuses="give text_b a sentence",
+    ),
+    Edit(
+        "real_heads",
+        "exercise 1 at the grammar job",
+        (
+            change(
+                "peach = rh.run_example(",
+                'study.job("previous word")',
+                'study.job("determiner → its noun")',
+            ),
+        ),
+        refuses="noun_phrases.tsv; use one of",
+    ),
+    Edit(
+        "real_heads",
         "a layer the model lacks in the query-key figure",
         (
             change(
@@ -608,6 +661,18 @@ EDITS = [
             ),
         ),
         refuses="head count that divides 8",
+    ),
+    Edit(
+        "head_costs",
+        "a head count given twice",
+        (
+            change(
+                "r = costs.head_costs_results(",
+                "head_counts=(1, 4, 12)",
+                "head_counts=(1, 1, 12)",
+            ),
+        ),
+        refuses="repeat one",
     ),
     # all_heads: the sizes, the input, the batched layer's steps, masks
     Edit(
@@ -822,6 +887,17 @@ EDITS = [
         notes=True,
     ),
     # labs, Lab 1: four hand-made heads on a sentence the reader chooses
+    Edit(
+        "labs",
+        "lab 2 on sentence A alone",
+        (
+            change(
+                "pair = rh.run_example(",
+                '"a small dog slept on the old rug"',
+                "None",
+            ),
+        ),
+    ),
     Edit(
         "labs",
         "another sentence and subject",

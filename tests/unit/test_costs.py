@@ -232,5 +232,7 @@ def test_results_refuse_what_they_cannot_measure():
             costs.head_costs_results(WIDTH, HEADS, LENGTHS, repeats=repeats)
     with pytest.raises(ValueError, match="a short and a long one"):
         costs.head_costs_results(WIDTH, HEADS, LENGTHS[:1], repeats=3)
+    with pytest.raises(ValueError, match="repeat one"):
+        costs.head_costs_results(WIDTH, (1, 1, 2), LENGTHS, repeats=3)
     with pytest.raises(ValueError, match="two different lengths"):
         costs.head_costs_results(WIDTH, HEADS, (13, 13), repeats=3)

@@ -389,7 +389,18 @@ def test_even_spread_rows_cover_the_real_tokens_only():
     assert (even[:, 1, ..., :2] == 0.5).all()
 
 
-SENTENCES = ["time flies", "fruit flies like an arrow", "arrow", "time"]
+SENTENCES = [  # ten: the fewest a conversion measures
+    "time flies",
+    "fruit flies like an arrow",
+    "arrow",
+    "time",
+    "fruit",
+    "flies",
+    "time fruit",
+    "arrow flies",
+    "fruit arrow",
+    "flies time",
+]
 
 
 def test_a_conversion_of_identical_heads_is_exact():
@@ -402,13 +413,18 @@ def test_a_conversion_of_identical_heads_is_exact():
                 part.weight.view(4, 2, 8)[:] = part.weight.view(4, 2, 8)[0]
                 part.bias.view(4, 2)[:] = part.bias.view(4, 2)[0]
     found = conversion(model, tiny_tokenizer(), SENTENCES, probe_size=2)
-    assert found.kv_counts == [2, 1] and found.n_sentences == 4
+    assert found.kv_counts == [2, 1] and found.n_sentences == 10
     for g in found.kv_counts:
         assert found.fidelity(g) == pytest.approx(1, abs=1e-6)
         assert found.share_lost(g) == pytest.approx(0, abs=1e-4)
         assert found.shift[g].abs().max() < 1e-5
     assert found.fidelity_none < 0.999  # the yardstick moved
     assert max(found.fidelity_drops()) < 1e-6  # nothing falls
+
+
+def test_a_conversion_refuses_too_few_sentences_for_two_halves():
+    with pytest.raises(ValueError, match="at least 10"):
+        conversion(tiny_bert(), tiny_tokenizer(), SENTENCES[:1])
 
 
 def test_a_conversion_measures_what_sharing_moves():

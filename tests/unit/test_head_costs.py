@@ -153,7 +153,8 @@ def test_page_verdicts_judge_ratios_as_printed_and_differences_by_sign():
         9: PairedRatio(0.98, 0.80, 1.12),  # holds 1
     }
     record.fused_batched = {
-        T: PairedRatio(0.95, 0.78, 0.9996) for T in LENGTHS
+        5: PairedRatio(1.07, 1.06, 1.08),  # slower, by less than 10%
+        9: PairedRatio(0.95, 0.78, 0.9996),
     }
     record.softmax_heads = PairedRatio(11.9, 10.8, 14.2)
     ms = Term(1e-3, 5e-4, 2e-3)
@@ -167,11 +168,11 @@ def test_page_verdicts_judge_ratios_as_printed_and_differences_by_sign():
     }
     assert found == {
         "batched_short": "faster than",
-        "batched_long": "too close to tell from",
+        "batched_long": "too close to tell from",  # 0.80 to 1.12
         "products_short": "slower than",
         "softmax_most": "slower than",
-        "fused_short": "too close to tell from",
-        "fused_long": "too close to tell from",  # prints 1.00
+        "fused_short": "within 10% of",  # 1.06 to 1.08
+        "fused_long": "faster than, or within 10% of,",  # 0.78 to 1.00
         "gap_short": "the loop took longer",
         "rest_sign": "negative",
         "dispatch_rest": "dispatch is larger than the unexplained rest",

@@ -183,7 +183,7 @@ def test_the_figure_and_table_show_each_job():
     # above both baselines, but short of the bar: the job done in part
     part = dataclasses.replace(found[0], held_out=0.3, low=0.25, median=0.03)
     assert part.beats_baselines and not part.does_job
-    assert "| 1, 2 | partly | 0.30 |" in gallery.table([part]).data
+    assert "| 1, 2 | weakly | 0.30 |" in gallery.table([part]).data
     detail = gallery.table(found, detail=True).data.splitlines()
     assert detail[2] == "| previous word | 1.000 | 1.000–1.000 | 0.56 |"
     assert detail[3].endswith("| 0.56 |")
@@ -388,6 +388,7 @@ def test_the_study_runs_on_a_random_bert_and_finds_no_job_there(tmp_path):
         "first_look",
         "flies_seen",
         "flies_top_side",
+        "flies_top_match",
     ]
     for name, rule, args, phrases in verdicts:
         decide(rule, args, phrases)
@@ -475,3 +476,13 @@ def test_a_phrase_the_sentence_lacks_or_cannot_mark_is_refused(
         jobs.phrase_examples(
             tiny_bert(), tiny_tokenizer(), [row], "book/data/noun_phrases.tsv"
         )
+
+
+def test_a_job_is_found_by_name_or_refused_with_the_names():
+    assert jobs.job_rule("previous word") is jobs.previous_word
+    with pytest.raises(ValueError, match="noun_phrases.tsv; use one of"):
+        jobs.job_rule(jobs.GRAMMAR)
+    with pytest.raises(ValueError, match="is not a job: use one of"):
+        jobs.job_rule("last word")
+    with pytest.raises(ValueError, match="give text_b a sentence"):
+        jobs.real_heads_results(None, None, "time flies", None)

@@ -337,5 +337,7 @@ def test_source_pair_bars_title_the_head_and_bold_the_targets():
 
 def test_heatmaps_refuse_a_title_count_that_does_not_match():
     maps = [torch.eye(3), torch.eye(3)]
+    with pytest.raises(TypeError, match="one string"):
+        attention_heatmaps(maps, ["a", "b", "c"], "two maps")
     with pytest.raises(ValueError, match="one title per map"):
         attention_heatmaps(maps, ["a", "b", "c"], ["only one"])

@@ -1077,3 +1077,38 @@ def test_a_model_of_no_layers_is_refused_before_it_runs(tokenizer):
     inputs = tokenizer("time flies", return_tensors="pt")
     with pytest.raises(ValueError, match="0 layers.*1 layer or more"):
         model_attentions(model, inputs)
+
+
+def test_a_header_line_or_a_repeated_sentence_is_refused(
+    tmp_path, monkeypatch
+):
+    monkeypatch.setattr(realheads, "DATA", tmp_path)
+    row = "time flies like an arrow\tfruit flies like a banana\n"
+    (tmp_path / "claim1_pairs.tsv").write_text(
+        "Sentence A\tsentence B\n" + row
+    )
+    with pytest.raises(ValueError, match="line 1, looks like a header"):
+        load_table("claim1_pairs.tsv")
+    swapped = "fruit flies like a banana\tthe cat slept\n"
+    (tmp_path / "claim1_pairs.tsv").write_text(row + swapped)
+    with pytest.raises(
+        ValueError, match="line 2, repeats a sentence of line 1"
+    ):
+        load_table("claim1_pairs.tsv")
+    (tmp_path / "claim1_pairs.tsv").write_text(row)
+    assert load_table("claim1_pairs.tsv") == [row.strip().split("\t")]
+
+
+def test_a_flies_pair_must_be_built_like_the_sources():
+    from mhabook.experiments.realheads import check_template
+
+    source = ["time flies like an arrow", "arrow"]
+    source += ["fruit flies like a banana", "fruit", "banana"]
+    check_template(source)  # nothing to say
+    check_template(["news flies like fire", "fire", *source[2:]])  # no "a"
+    far = ["time flies fast like an arrow", "arrow", *source[2:]]
+    with pytest.raises(ValueError, match="not built like the source's pair"):
+        check_template(far, "flies_pairs.tsv")
+    apart = [*source[:2], "fruit the flies like a banana", "fruit", "banana"]
+    with pytest.raises(ValueError, match="flies_pairs.tsv is not built"):
+        check_template(apart, "flies_pairs.tsv")

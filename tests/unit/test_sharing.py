@@ -175,7 +175,12 @@ def test_sharing_results_makes_every_part_on_a_tiny_bert(monkeypatch):
         ),
     )
     model = tiny_bert(num_attention_heads=4)
-    sentences = ["time flies", "fruit flies like an arrow", "arrow", "time"]
+    sentences = [
+        "time flies",
+        "fruit flies like an arrow",
+        "arrow",
+        "time",
+    ] * 3
     results = sharing.sharing_results(
         model,
         tiny_tokenizer(),
@@ -188,7 +193,7 @@ def test_sharing_results_makes_every_part_on_a_tiny_bert(monkeypatch):
     assert results.timing.lengths == (2, 4)
     assert results.memory.llama_ratio == 4
     assert results.conversion.kv_counts == [2, 1]
-    assert results.conversion.n_sentences == 4
+    assert results.conversion.n_sentences == 12
     numbers = views.page_numbers(results, "tiny")
     assert numbers["model_name"] == "tiny"
     assert (numbers["s_min"], numbers["s_half"], numbers["s_max"]) == (2, 2, 4)
@@ -279,7 +284,7 @@ def test_the_figures_draw_from_any_number_of_heads(monkeypatch):
     timing = sharing.time_decoding(16, 4, 2, (2, 4), repeats=2)
     fig = views.plot_timing(timing)
     assert len(fig.axes) == 2 and fig.get_figwidth() <= 4.8
-    tokenizer, sentences = tiny_tokenizer(), ["time flies", "arrow"]
+    tokenizer, sentences = tiny_tokenizer(), ["time flies", "arrow"] * 5
     for heads, ticks in [(4, ["4", "2", "1"]), (1, ["1", "1"])]:
         model = tiny_bert(num_attention_heads=heads, hidden_size=8)
         conversion = sharing.grouped_bert.conversion(
@@ -299,7 +304,10 @@ def test_a_model_of_one_head_is_refused_and_of_a_prime_h_starts_at_h(
         "time_interleaved",
         lambda fns, repeats, min_run_time: planted_times((2, 4), repeats),
     )
-    tokenizer, sentences = tiny_tokenizer(), ["time flies", "arrow", "time"]
+    tokenizer, sentences = (
+        tiny_tokenizer(),
+        ["time flies", "arrow", "time"] * 4,
+    )
     kwargs = dict(
         pairs=[(2, 1)],
         timing=dict(width=16, lengths=(2, 4), repeats=2, min_run_time=1e-4),

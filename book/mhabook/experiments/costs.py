@@ -115,6 +115,11 @@ class PairedRatio:
         against `bar` (1: the two took the same time)."""
         return (self.low, self.high, bar, bar)
 
+    def beyond(self, margin):
+        """The arguments of the verdict rule `ratio_margin`: the interval
+        and the margin a gap must clear either way."""
+        return (self.low, self.high, margin)
+
 
 def _medians(values, seed, resamples=2000):
     """(resamples,) medians of `values` (N,) resampled with replacement,
@@ -337,6 +342,11 @@ def head_costs_results(
     random weights). Memory and the softmax are measured at the longest
     length; operations and the Accounting at the shortest. `repeats`:
     odd, at least 3."""
+    if len(set(head_counts)) != len(head_counts):
+        raise ValueError(
+            f"head counts {tuple(head_counts)} repeat one: give each head "
+            f"count once, such as (1, 4, 12)"
+        )
     head_counts, lengths = tuple(sorted(head_counts)), tuple(sorted(lengths))
     for h in head_counts:
         head_dim_for(width, h)  # a ValueError that names the fix

@@ -199,6 +199,11 @@ def check_unchanged(model, tokenizer, sentences, reference, probe, maps):
             )
 
 
+# Fewest sentences the conversion measures: two halves of five, each enough
+# for a bootstrap interval to mean something.
+MIN_SENTENCES = 10
+
+
 def conversion(model, tokenizer, sentences, probe_size=40):
     """Conversion of `model` (a BertModel) for every g that divides h,
     measured on `sentences`; attention on the first `probe_size`."""
@@ -206,6 +211,12 @@ def conversion(model, tokenizer, sentences, probe_size=40):
     kv_counts = [g for g in range(num_heads - 1, 0, -1) if num_heads % g == 0]
     kv_counts = kv_counts or [1]  # a model of one head has only g = 1 = h
     n = len(sentences)
+    if n < MIN_SENTENCES:
+        raise ValueError(
+            f"{n} sentence(s) given: the page compares the fidelity on two "
+            f"halves of the sentences and bootstraps each, so give at least "
+            f"{MIN_SENTENCES}, as book/data/sentences.txt does"
+        )
     reference = sentence_embeddings(model, tokenizer, sentences)  # (N, d)
     probe = tokenizer(
         list(sentences[:probe_size]), padding=True, return_tensors="pt"

@@ -27,6 +27,17 @@ def note_unless(holds, message):
         print(f"Note: {message}")
 
 
+def hand_check(attention):
+    """Note what is off when `attention(x, x, x)`, on 3 tokens of d_k = 4
+    small enough not to saturate, is not softmax(x x^T / sqrt(4))."""
+    x = torch.arange(12.0).view(1, 3, 4) / 10
+    weights = attention(x, x, x)[1]  # (1, 3, 3)
+    rows = weights.sum(-1).allclose(torch.ones(1, 3))  # over the keys
+    note_unless(rows, "weights' rows must sum to 1: dim=-1")
+    by_hand = (x @ x.mT / 2).softmax(-1)
+    note_unless(not rows or weights.allclose(by_hand), "no 1/sqrt(d_k) here")
+
+
 def _is_punctuation(text):
     return bool(text) and all(c in PUNCTUATION for c in text)
 
@@ -128,9 +139,16 @@ def check_sentence(tokenizer, text, model=None, at_least=2, at_most=None):
     return tokens
 
 
-def check_order(order, num_tokens):
-    """Refuse an order that does not list each position 0 to T - 1 once
-    (a ValueError that names the fix); return nothing."""
+def check_order(order, num_tokens, inputs=None):
+    """Refuse an order that does not list each position 0 to T - 1 once,
+    or `inputs` (B, T, d) of another T than the tokens' (a ValueError that
+    names the fix); return nothing."""
+    if inputs is not None and inputs.shape[-2] != num_tokens:
+        raise ValueError(
+            f"the inputs hold {inputs.shape[-2]} tokens and the text "
+            f"{num_tokens}: the text changed after the embeddings were made; "
+            f"run the cells again from the one that sets the text"
+        )
     order = torch.as_tensor(order)
     if order.is_floating_point() or order.dtype == torch.bool:
         raise ValueError(

@@ -106,11 +106,29 @@ PARKING = ("[CLS]", "[SEP]")
 CLEAR = 0.5
 
 
+def job_rule(name):
+    """The function of JOBS named `name`, or a ValueError that names them
+    (the grammar job needs a noun phrase marked in its data file)."""
+    if name in JOBS:
+        return JOBS[name]
+    names = ", ".join(map(repr, JOBS))
+    if name == GRAMMAR:
+        raise ValueError(
+            f"{name!r} is not a job of any one input: its targets come from "
+            f"the noun phrase marked in book/data/noun_phrases.tsv; use one "
+            f"of {names}"
+        )
+    raise ValueError(f"{name!r} is not a job: use one of {names}")
+
+
 def job_shares(examples, job):
     """(scores, even): scores (N, L, h), each head's mean share of a query
     word's attention on its targets, per example; even (N,), the share an
     even spread over the T tokens would give. NaN for an example in which
-    no query word has a target."""
+    no query word has a target. `job`: a function of an example, or the
+    name of one of JOBS."""
+    if isinstance(job, str):
+        job = job_rule(job)
     scores, even = [], []
     for ex in examples:
         targets = job(ex)  # (T, T)
@@ -536,6 +554,11 @@ def real_heads_results(model, tokenizer, text_a, text_b):
     that best draws the source's "flies" picture on
     book/data/flies_pairs.tsv, chosen on each half and tested on the other
     (`realheads.claim_two`); the chapter's layers against the model."""
+    if text_b is None:
+        raise ValueError(
+            "this page reads a pair, as the source does: give text_b a "
+            "sentence, such as 'fruit flies like a banana'"
+        )
     pair = rh.run_example(model, tokenizer, text_a, text_b)
     attention, hidden_states = pair["attention"], pair["hidden_states"]
     found, sentences, pairs = heads_with_jobs(model, tokenizer)

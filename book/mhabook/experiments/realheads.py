@@ -335,6 +335,11 @@ COLUMNS = {
 }
 
 
+# Sets whose sentences the gallery also reads one by one: a sentence in
+# two rows would sit in both halves.
+SINGLE = ("claim1_pairs.tsv",)
+
+
 class Row(list):
     """One row of a table: its columns, and `line`, its line in the file."""
 
@@ -354,6 +359,7 @@ def load_table(name):
     another number of columns, or an empty column, or repeats a row."""
     load_lines(name, repeats=True)  # refuses a missing file (rows: below)
     columns = COLUMNS.get(name)
+    headers = {w.lower() for c in columns or () for w in (c, *c.split())}
     lines = (DATA / name).read_text(encoding="utf-8-sig").splitlines()
     rows = []
     for number, line in enumerate(lines, 1):
@@ -367,6 +373,11 @@ def load_table(name):
                 f"tab-separated column(s) where {len(columns)} are expected "
                 f"({'; '.join(columns)}): {line!r}. Separate the columns "
                 f"with one tab each, with no tab inside a column"
+            )
+        if columns and all(c.strip().lower() in headers for c in row):
+            raise ValueError(
+                f"book/data/{name}, line {number}, looks like a header: "
+                f"{line!r}. Start it with # to make it a comment"
             )
         empty = [i for i, cell in enumerate(row) if not cell.strip()]
         if empty:
@@ -382,12 +393,49 @@ def load_table(name):
                 f"{seen[0].line}: a repeated row could both choose a head and "
                 f"score it. Delete one of them"
             )
+        twice = [r for r in rows for c in row if name in SINGLE and c in r]
+        if twice:
+            raise ValueError(
+                f"book/data/{name}, line {number}, repeats a sentence of "
+                f"line {twice[0].line}: each sentence is also read alone, "
+                f"so it could both choose a head and score it. Write "
+                f"another sentence"
+            )
         rows.append(row)
     return rows
 
 
+def check_template(row, set_name=None):
+    """Refuse a claim-2 row that is not built like the source's pair: in A,
+    "... flies like a <A's target>"; in B, "<B's first target> flies like a
+    <B's second target>", the "a" optional. The pages argue from those
+    places."""
+    a, target_a, b, first_b, second_b = row
+    words_a, words_b = a.split(), b.split()
+    i = words_a.index("flies") if "flies" in words_a else -9
+    j = words_b.index("flies") if "flies" in words_b else -9
+    places = (
+        words_a[i + 1 : i + 2] == ["like"]
+        and target_a in words_a[i + 2 : i + 4]
+        and j >= 1
+        and words_b[j - 1 : j + 2] == [first_b, "flies", "like"]
+        and second_b in words_b[j + 2 : j + 4]
+    )
+    if not places:
+        raise ValueError(
+            f"{where_row(set_name, row) or 'a row'} is not built like the "
+            f"source's pair ('time flies like an arrow' / 'fruit flies like "
+            f"a banana': A's target one or two words after 'like', B's first "
+            f"target just before 'flies', its second one or two words after "
+            f"'like'); the "
+            f"pages' argument about places needs that form: {row!r}. Write "
+            f"the pair in that form"
+        )
+
+
 def flies_examples(model, tokenizer, rows, set_name=None):
-    """Run claim-2 pairs, rows of (A, A's target, B, B's two targets).
+    """Run claim-2 pairs, rows of (A, A's target, B, B's two targets),
+    each built like the source's pair (`check_template`).
 
     set_name: the file the rows come from, named in errors."""
     examples = run_examples(
@@ -403,6 +451,7 @@ def flies_examples(model, tokenizer, rows, set_name=None):
         ex["flies"] = at("flies", 0), at("flies", 1)
         ex["targets"] = [at(target_a, 0)] + [at(t, 1) for t in targets_b]
         ex["like_b"] = at("like", 1)  # B's verb: "fruit flies like a banana"
+        check_template(row, set_name)  # its words are there: are their places?
     return examples
 
 

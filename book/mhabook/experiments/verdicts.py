@@ -68,6 +68,26 @@ def compare(low_a, high_a, low_b, high_b):
     return "same"
 
 
+def ratio_margin(low, high, margin):
+    """Where a ratio's interval (low, high) lies against 1 +- `margin`:
+    'less' or 'more' when all of it is beyond the margin, 'same' when all
+    of it is within, 'near_less' or 'near_more' when it crosses one edge of
+    the margin, 'wide' when it crosses both."""
+    low, high, margin = map(float, (low, high, margin))
+    if low > high or margin < 0:
+        raise ValueError("need low <= high and a margin of 0 or more")
+    edge_low, edge_high = 1 - margin, 1 + margin
+    if high < edge_low:
+        return "less"
+    if low > edge_high:
+        return "more"
+    if low < edge_low and high > edge_high:
+        return "wide"
+    if low < edge_low:
+        return "near_less"
+    return "near_more" if high > edge_high else "same"
+
+
 def sign(value, bar):
     """'positive', 'negative' or 'neither': `value` against +-`bar`.
 
@@ -119,6 +139,7 @@ RULES = {
         more_than_half,
         how_many,
         compare,
+        ratio_margin,
         sign,
         sign_near,
         above_by,

@@ -79,7 +79,7 @@ def grammar_figure(study):
 
 def table(jobs, detail=False):
     """The gallery as a Markdown table, one row per job: whether the best
-    head does the job (the low end of its interval over `Job.bar`; "partly"
+    head does the job (the low end of its interval over `Job.bar`; "weakly"
     when it is over both baselines only), then
     its held-out score beside the two baselines. detail=True gives the score's
     95% interval and the job's bar instead of the baselines."""
@@ -98,7 +98,7 @@ def table(jobs, detail=False):
                 [name, f"{job.held_out:.3f}", interval, f"{job.bar:.2f}"]
             )
         else:
-            does = "partly" if job.beats_baselines else "no"
+            does = "weakly" if job.beats_baselines else "no"
             if job.does_job:  # `Job.common`: the median head leans to it too
                 does = "yes; many heads lean to it" if job.common else "yes"
             rows.append(
@@ -178,6 +178,11 @@ def page_verdicts(study, first, checkpoint):
     have["all"] = "each has"
     look = {True: "mostly there", False: "mostly elsewhere"}
     in_b = int(study.source_top_sides[0] == "B")  # A's "flies", top word
+    top, target = study.source_top_at[0], study.source_targets[0]
+    match = {True: "its target in the source's picture"}
+    match[False] = (
+        f'where the source\'s picture has "{study.source_tokens[target]}"'
+    )
     grammar = study.grammar
     base = max(grammar.even, grammar.median)  # `Job.beats_baselines`
     return [
@@ -199,4 +204,5 @@ def page_verdicts(study, first, checkpoint):
         ("first_look", "above", (study.on_pair(first), 0.5), look),
         ("flies_seen", "above", (study.flies.score.low, 1.0), SEEN),
         ("flies_top_side", "above", (in_b, 0), SIDES),
+        ("flies_top_match", "above", (int(top == target), 0), match),
     ]

@@ -206,10 +206,13 @@ def page_numbers(r):
 # A gap in time smaller than this share may not repeat: another build on
 # the same machine can land outside one build's interval (the page says so).
 MATTERS = 0.1
-THAN = {  # a paired ratio of times against 1, as printed (`shown`)
+THAN = {  # a paired ratio of times against 1 +- MATTERS, as printed
     "less": "faster than",
     "more": "slower than",
-    "same": "too close to tell from",
+    "same": f"within {MATTERS:.0%} of",
+    "near_less": f"faster than, or within {MATTERS:.0%} of,",
+    "near_more": f"slower than, or within {MATTERS:.0%} of,",
+    "wide": "too close to tell from",
 }
 GAP = {  # the loop's time minus the batched layer's, against 0
     "more": "the loop took longer",
@@ -243,7 +246,7 @@ def page_verdicts(r):
         ("fused_long", r.fused_batched[long]),
     ]
     return [
-        (name, "compare", shown(ratio).against(1), THAN)
+        (name, "ratio_margin", shown(ratio).beyond(MATTERS), THAN)
         for name, ratio in ratios
     ] + [
         ("gap_short", "compare", a.gap.against(0), GAP),

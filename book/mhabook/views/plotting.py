@@ -135,6 +135,11 @@ def attention_heatmap(weights, tokens, ax=None, title=None, annotate=True):
 
 def attention_heatmaps(maps, tokens, titles):
     """Several attention maps, one above the other; returns the Figure."""
+    if isinstance(titles, str):
+        raise TypeError(
+            f"titles is one string, {titles!r}: pass a list of titles, one "
+            f"per map, such as [{titles!r}, ...]"
+        )
     if len(maps) != len(titles):
         raise ValueError(
             f"{len(maps)} maps and {len(titles)} titles: give one title per "
