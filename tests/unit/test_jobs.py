@@ -385,6 +385,7 @@ def test_the_study_runs_on_a_random_bert_and_finds_no_job_there(tmp_path):
         "jobs_done",
         "grammar_seen",
         "grammar_between_side",
+        "grammar_after_side",
         "first_look",
         "flies_seen",
         "flies_top_side",
@@ -445,6 +446,10 @@ def test_the_grammar_numbers_group_shares_by_the_words_between():
     attention[0, 1, 2, 3] = 0.4  # now the word between looks at the noun
     assert jobs.RealHeads.grammar_between.fget(study) == pytest.approx(0.4)
     study.grammar_between = between
+    attention[0, 1, 1, 4] = 0.1  # the token just past the first noun
+    after = jobs.RealHeads.grammar_after.fget(study)
+    assert after == pytest.approx(0.1 / 2)  # and 0 past the second
+    study.grammar_after = after
     study.phrases = [{}, *held_out] * 2  # two phrases per set: labels count
     numbers = jobs.RealHeads.grammar_numbers(study)
     assert numbers["grammar_gaps"] == (
@@ -452,6 +457,7 @@ def test_the_grammar_numbers_group_shares_by_the_words_between():
         "(1 phrase)"
     )
     assert (numbers["grammar_top"], numbers["grammar_n"]) == (2, 2)
+    assert numbers["grammar_after"] == after
 
 
 @pytest.mark.parametrize(

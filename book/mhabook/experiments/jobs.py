@@ -428,6 +428,20 @@ class RealHeads:
         return sum(shares) / len(shares) if shares else float("nan")
 
     @property
+    def grammar_after(self):
+        """The grammar head's mean share of a determiner's attention on the
+        token just past its noun, over the held-out noun phrases: a head
+        that only looked a few tokens ahead would give it much."""
+        shares = [
+            weights[first, last + 1].item()
+            for weights, first, last in held_out_phrases(
+                self.grammar, self.phrases
+            )
+            if last + 1 < len(weights)  # [SEP] follows, in the book's data
+        ]
+        return sum(shares) / len(shares) if shares else float("nan")
+
+    @property
     def grammar_example(self):
         """The held-out sentence whose noun phrase has the most words
         between determiner and noun (the first such): the figure's."""
@@ -514,6 +528,7 @@ class RealHeads:
             "grammar_n": len(rows),
             "grammar_gaps": gaps,
             "grammar_between": self.grammar_between,
+            "grammar_after": self.grammar_after,
             "n_phrases": len(self.phrases),
         }
 

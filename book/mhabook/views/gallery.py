@@ -160,6 +160,10 @@ GRAMMAR_SEEN[False] = "favours no word clearly"
 # half as much as the determiner does, in the grammar head.
 BETWEEN = {True: "Words between also look at the noun"}
 BETWEEN[False] = "Words between look at it much less"
+# Whether the token just past the noun gets at least half the noun's share
+# of the determiner's attention: a head that looked a few tokens ahead would.
+AFTER = {True: "The head may just look ahead"}
+AFTER[False] = "The head stops at the noun"
 
 
 # Which model the page reads: the bundled one, and the source's or not.
@@ -200,6 +204,12 @@ def page_verdicts(study, first, checkpoint):
             "above",
             (study.grammar_between, grammar.held_out / 2),
             BETWEEN,
+        ),
+        (
+            "grammar_after_side",
+            "above",
+            (study.grammar_after, grammar.held_out / 2),
+            AFTER,
         ),
         ("first_look", "above", (study.on_pair(first), 0.5), look),
         ("flies_seen", "above", (study.flies.score.low, 1.0), SEEN),
