@@ -32,6 +32,20 @@ def check_heads(heads, num_heads):
         )
 
 
+def bert_layers(model):
+    """The encoder layers of a Hugging Face BERT model, or a TypeError that
+    says what `heads_removed` takes."""
+    layers = getattr(getattr(model, "base_model", None), "encoder", None)
+    if layers is None or not hasattr(layers, "layer"):
+        raise TypeError(
+            f"heads_removed takes a Hugging Face BERT model, such as "
+            f"load_checkpoint()'s, not a {type(model).__name__}: for one of "
+            f"the chapter's layers, register zero_heads_hook on its "
+            f"output_linear"
+        )
+    return layers.layer
+
+
 def group_by_layer(heads, num_layers, num_heads):
     """{layer: [head, ...]} from (layer, head) pairs, after checking them."""
     grouped = {}

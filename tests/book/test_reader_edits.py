@@ -677,6 +677,17 @@ EDITS = [
     # all_heads: the sizes, the input, the batched layer's steps, masks
     Edit(
         "all_heads",
+        "dropout that drops every weight",
+        (
+            change(
+                "layer.train()  # dropout on",
+                "layer.train()  # dropout on",
+                "layer.train()\nlayer.dropout.p = 1.0",
+            ),
+        ),
+    ),
+    Edit(
+        "all_heads",
         "dropout without the causal mask",
         (
             change(

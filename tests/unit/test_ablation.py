@@ -186,3 +186,19 @@ def test_the_mask_is_named_as_a_layer_only_when_it_is_one_whole_layer():
     assert ablation.mask_phrase(mask) == "1 head off"
     mask[1] = 0  # layer 1 and one head of layer 0
     assert ablation.mask_phrase(mask) == "13 heads off"
+
+
+def test_heads_removed_names_the_model_it_takes():
+    from transformers import BertConfig
+
+    from mhabook import MultiHeadAttention
+    from mhabook.layers.heads_needed import heads_removed
+
+    layer = MultiHeadAttention(
+        BertConfig(hidden_size=64, num_attention_heads=4)
+    )
+    with pytest.raises(
+        TypeError, match="not a MultiHeadAttention.*zero_heads"
+    ):
+        with heads_removed(layer, [(0, 0)]):
+            pass

@@ -111,6 +111,14 @@ def test_a_model_that_is_not_bert_is_refused_with_the_fix(
             load_checkpoint(str(folder))  # passed by name
 
 
+def test_a_bert_saved_as_a_decoder_is_refused_with_the_fix(tmp_path):
+    from transformers import BertConfig
+
+    BertConfig(num_hidden_layers=1, is_decoder=True).save_pretrained(tmp_path)
+    with pytest.raises(ValueError, match="is_decoder=True.*is_decoder = Fal"):
+        load_checkpoint(str(tmp_path))
+
+
 def test_a_folder_without_a_tokenizer_is_refused_with_the_fix(tmp_path):
     tiny_bert().save_pretrained(tmp_path)
     with pytest.raises(OSError, match="no tokenizer.*save_pretrained"):

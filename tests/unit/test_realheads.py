@@ -1109,6 +1109,19 @@ def test_a_flies_pair_must_be_built_like_the_sources():
     far = ["time flies fast like an arrow", "arrow", *source[2:]]
     with pytest.raises(ValueError, match="not built like the source's pair"):
         check_template(far, "flies_pairs.tsv")
+    before = ["the arrow flies like an arrow", "arrow", *source[2:]]
+    with pytest.raises(ValueError, match="not built like the source's pair"):
+        check_template(before)  # "arrow" is also the word before "flies"
     apart = [*source[:2], "fruit the flies like a banana", "fruit", "banana"]
     with pytest.raises(ValueError, match="flies_pairs.tsv is not built"):
         check_template(apart, "flies_pairs.tsv")
+
+
+def test_a_row_that_holds_one_sentence_twice_is_refused(tmp_path, monkeypatch):
+    monkeypatch.setattr(realheads, "DATA", tmp_path)
+    same = "the soup is cold\tthe soup is cold\tthe bread is warm\n"
+    (tmp_path / "paraphrases.tsv").write_text(
+        "  # an indented comment\n" + same
+    )
+    with pytest.raises(ValueError, match="line 2, holds one sentence twice"):
+        load_table("paraphrases.tsv")

@@ -375,3 +375,6 @@ def test_the_page_verdicts_read_each_outcome_and_compare_the_stack():
 def test_kv_cache_bytes_refuses_a_negative_size_naming_it():
     with pytest.raises(ValueError, match="'tokens': -5"):
         sharing.kv_cache_bytes(1, 2, 64, -5, bytes_per_number=4)
+    with pytest.raises(ValueError, match="'kv_heads': 0}; use 1 or more"):
+        sharing.kv_cache_bytes(80, 0, 128, 1000)
+    assert sharing.kv_cache_bytes(1, 2, 64, 0) == 0  # an empty cache

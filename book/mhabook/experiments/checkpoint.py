@@ -211,6 +211,13 @@ def check_is_bert(path, display, given=False):
             f"(BertModel). {opening} a BERT checkpoint, such as "
             f"{PREFERRED}, or {other} to use the bundled one."
         )
+    if getattr(config, "is_decoder", False):
+        raise ValueError(
+            f"{display} is a BERT saved as a decoder (is_decoder=True): its "
+            f"attention is causal, and these pages read an encoder, whose "
+            f"words see both ways. {opening} an encoder checkpoint, or save "
+            f"this one with config.is_decoder = False"
+        )
 
 
 TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "tokenizer_config.json")

@@ -39,7 +39,7 @@ def load_lines(name, repeats=False):
     kept, seen = [], {}
     for number, line in enumerate(lines, 1):
         text = line.strip()
-        if not text or line[0] == "#":
+        if not text or text[0] == "#":  # indented or not, a comment
             if kept and text:  # a "#" among the rows, not in the header
                 print(
                     f"Note: book/data/{name}, line {number}: # line, skipped"

@@ -338,6 +338,9 @@ COLUMNS = {
 # Sets whose sentences the gallery also reads one by one: a sentence in
 # two rows would sit in both halves.
 SINGLE = ("claim1_pairs.tsv",)
+# Sets whose rows hold a sentence once: a partner equal to the paraphrase
+# would be a row no model can get right.
+DISTINCT = (*SINGLE, "paraphrases.tsv")
 
 
 class Row(list):
@@ -363,7 +366,7 @@ def load_table(name):
     lines = (DATA / name).read_text(encoding="utf-8-sig").splitlines()
     rows = []
     for number, line in enumerate(lines, 1):
-        if not line.strip() or line[0] == "#":
+        if not line.strip() or line.strip()[0] == "#":
             continue
         row = Row(line.split("\t"))
         row.line = number
@@ -393,6 +396,12 @@ def load_table(name):
                 f"{seen[0].line}: a repeated row could both choose a head and "
                 f"score it. Delete one of them"
             )
+        if name in DISTINCT and len(set(row)) < len(row):
+            raise ValueError(
+                f"book/data/{name}, line {number}, holds one sentence twice: "
+                f"{line!r}. Each column needs a sentence of its own; write "
+                f"another"
+            )
         twice = [r for r in rows for c in row if name in SINGLE and c in r]
         if twice:
             raise ValueError(
@@ -415,7 +424,9 @@ def check_template(row, set_name=None):
     i = words_a.index("flies") if "flies" in words_a else -9
     j = words_b.index("flies") if "flies" in words_b else -9
     places = (
-        words_a[i + 1 : i + 2] == ["like"]
+        target_a not in words_a[:i]  # the rival "word before" stands there
+        and second_b not in words_b[:j]
+        and words_a[i + 1 : i + 2] == ["like"]
         and target_a in words_a[i + 2 : i + 4]
         and j >= 1
         and words_b[j - 1 : j + 2] == [first_b, "flies", "like"]

@@ -366,6 +366,13 @@ def kv_cache_bytes(layers, kv_heads, head_dim, tokens, bytes_per_number=2):
             f"sizes count layers, heads, numbers, tokens and bytes, so none "
             f"is below 0: got {negative}; use sizes of 0 or more"
         )
+    empty = {name: n for name, n in sizes.items() if n == 0}
+    empty.pop("tokens", None)  # an empty cache holds no bytes
+    if empty:
+        raise ValueError(
+            f"a model has at least one layer, key/value head, feature and "
+            f"byte per number: got {empty}; use 1 or more"
+        )
     return 2 * layers * kv_heads * head_dim * tokens * bytes_per_number
 
 

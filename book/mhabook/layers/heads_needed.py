@@ -9,7 +9,7 @@ from contextlib import contextmanager
 import torch
 import torch.nn.functional as F
 
-from mhabook.deeper_checks import check_heads, group_by_layer  # the checks
+from mhabook.deeper_checks import bert_layers, check_heads, group_by_layer
 
 from .all_heads import loop_from_batched
 
@@ -46,7 +46,7 @@ def without_head(batched, i, hidden_state):
 def heads_removed(model, heads):
     """Inside the `with` block, `model` runs without `heads`, a list of
     (layer, head) pairs; the hooks go when the block ends, even on error."""
-    layers = model.base_model.encoder.layer
+    layers = bert_layers(model)  # its encoder's layers, or a TypeError
     num_heads = model.config.num_attention_heads
     grouped = group_by_layer(heads, len(layers), num_heads)
     handles = [
