@@ -137,6 +137,19 @@ EDITS = [
     ),
     Edit(
         "one_head",
+        "the query passed as the key",
+        (
+            change(
+                "class AttentionHead(",
+                "self.k(hidden_state),",
+                "self.q(hidden_state),",
+            ),
+        ),
+        until="even = abs(head_share",
+        notes=True,
+    ),
+    Edit(
+        "one_head",
         "cosines over the wrong axis",
         (change("cosine = torch.cosine_similarity(", "dim=-1", "dim=0"),),
         until="even = abs(head_share",
