@@ -76,7 +76,7 @@ def accounting_table(accounting):
         ("the difference: loop − batched", a.gap),
         (f"{3 * a.num_heads} one-head projections − one batched", a.products),
         (
-            f"{a.other_ops} other operations × {a.per_op * 1e6:.1f} µs",
+            f"{a.other_ops} other operations × {a.per_op * 1e6:.2g} µs",
             a.dispatch,
         ),
         ("the rest", a.rest),
