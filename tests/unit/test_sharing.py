@@ -378,3 +378,23 @@ def test_kv_cache_bytes_refuses_a_negative_size_naming_it():
     with pytest.raises(ValueError, match="'kv_heads': 0}; use 1 or more"):
         sharing.kv_cache_bytes(80, 0, 128, 1000)
     assert sharing.kv_cache_bytes(1, 2, 64, 0) == 0  # an empty cache
+
+
+def test_a_grouped_class_that_tiles_the_heads_is_refused():
+    from mhabook.layers.sharing_kv import GroupedQueryAttention
+
+    sharing.check_like_checked(GroupedQueryAttention)  # the checked one
+
+    class Tiled(GroupedQueryAttention):  # a reader's edit: repeat, not
+        def forward(self, hidden_state, mask=None, cache=None):  # interleave
+            repeat = torch.Tensor.repeat_interleave
+            torch.Tensor.repeat_interleave = lambda t, n, dim: t.repeat(
+                *[n if i == dim else 1 for i in range(t.dim())]
+            )
+            try:
+                return super().forward(hidden_state, mask, cache)
+            finally:
+                torch.Tensor.repeat_interleave = repeat
+
+    with pytest.raises(ValueError, match="repeat_interleave, not repeat"):
+        sharing.check_like_checked(Tiled)

@@ -156,6 +156,26 @@ class Checks:
         return max(self.largest.values())
 
 
+def check_like_checked(layer_class, h=8, g=2, head_dim=8, seed=0):
+    """Refuse a grouped-attention class (the page's, after a reader's
+    edit) whose outputs differ from those of the GroupedQueryAttention that
+    `check_references` checks, given the same weights and inputs."""
+    config = GroupedAttentionConfig(head_dim * h, h, g)
+    torch.manual_seed(seed)
+    checked, ours = GroupedQueryAttention(config), layer_class(config)
+    ours.load_state_dict(checked.state_dict())
+    x = torch.randn(2, 5, config.hidden_size)
+    with torch.no_grad():
+        difference = (ours(x)[0] - checked(x)[0]).abs().max().item()
+    if difference > 1e-5:
+        raise ValueError(
+            f"this GroupedQueryAttention differs by {difference:.1e} from "
+            f"the one checked against PyTorch and Llama: query head i reads "
+            f"key/value head i // (h // g), so check how K and V are shared "
+            f"(repeat_interleave, not repeat)"
+        )
+
+
 def check_references(pairs, head_dim=8, tokens=7, seed=0):
     """Checks of GroupedQueryAttention: equal to BatchedMultiHeadAttention
     when g = h, to PyTorch's fused kernel with enable_gqa=True and to
