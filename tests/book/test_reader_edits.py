@@ -353,6 +353,12 @@ EDITS = [
     # many_heads: the sentence and its two words, the config, the layer
     Edit(
         "many_heads",
+        "a strength of zero for the one-head split",
+        (change("strength = 4.0  # as the pointer heads", "4.0", "0.0"),),
+        refuses="keep 0 < strength",
+    ),
+    Edit(
+        "many_heads",
         "the value map left out of the count",
         (
             change(
