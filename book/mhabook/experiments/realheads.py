@@ -421,26 +421,26 @@ def check_template(row, set_name=None):
     places."""
     a, target_a, b, first_b, second_b = row
     words_a, words_b = a.split(), b.split()
-    i = words_a.index("flies") if "flies" in words_a else -9
-    j = words_b.index("flies") if "flies" in words_b else -9
-    places = (
-        target_a not in words_a[:i]  # the rival "word before" stands there
-        and second_b not in words_b[:j]
-        and words_a[i + 1 : i + 2] == ["like"]
-        and target_a in words_a[i + 2 : i + 4]
-        and j >= 1
-        and words_b[j - 1 : j + 2] == [first_b, "flies", "like"]
-        and second_b in words_b[j + 2 : j + 4]
-    )
+    places = "flies" in words_a and "flies" in words_b
+    if places:
+        i, j = words_a.index("flies"), words_b.index("flies")
+        places = (
+            words_a[i + 1 : i + 2] == ["like"]
+            and target_a in words_a[i + 2 : i + 4]
+            and target_a not in words_a[:i]  # where the rival word stands
+            and j >= 1
+            and words_b[j - 1 : j + 2] == [first_b, "flies", "like"]
+            and second_b in words_b[j + 2 : j + 4]
+            and second_b not in words_b[:j]
+        )
     if not places:
         raise ValueError(
             f"{where_row(set_name, row) or 'a row'} is not built like the "
             f"source's pair ('time flies like an arrow' / 'fruit flies like "
             f"a banana': A's target one or two words after 'like', B's first "
             f"target just before 'flies', its second one or two words after "
-            f"'like'); the "
-            f"pages' argument about places needs that form: {row!r}. Write "
-            f"the pair in that form"
+            f"'like'), which the pages' argument about places needs: "
+            f"{row!r}. Write the pair in that form"
         )
 
 
