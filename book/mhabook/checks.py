@@ -305,8 +305,15 @@ def check_qkv(query, key, value, mask=None):
             f"key has {k[-2]} rows, value has {v[-2]}: each key comes with "
             f"its value, so give them the same number of tokens"
         )
+    try:
+        batch = torch.broadcast_shapes(q[:-2], k[:-2], v[:-2])
+    except RuntimeError:
+        raise ValueError(
+            f"query, key and value have leading sizes {q[:-2]}, {k[:-2]} and "
+            f"{v[:-2]} (batch, heads): give them the same, one key and value "
+            f"head per query head (repeat a shared one h // g times)"
+        ) from None
     if mask is not None:  # the scores are (..., T_q, T_k)
-        batch = torch.broadcast_shapes(q[:-2], k[:-2])
         check_attention_mask(mask, torch.Size((*batch, q[-2], k[-2])))
 
 

@@ -119,6 +119,16 @@ def test_a_bert_saved_as_a_decoder_is_refused_with_the_fix(tmp_path):
         load_checkpoint(str(tmp_path))
 
 
+def test_a_model_with_fewer_embeddings_than_its_tokenizer_is_refused(
+    tmp_path,
+):
+    from tiny import save_random_bert
+
+    save_random_bert(tmp_path, layers=1, heads=2, hidden=8, vocab_size=100)
+    with pytest.raises(ValueError, match="tokens but its model embeds 100"):
+        load_checkpoint(str(tmp_path))
+
+
 def test_a_folder_without_a_tokenizer_is_refused_with_the_fix(tmp_path):
     tiny_bert().save_pretrained(tmp_path)
     with pytest.raises(OSError, match="no tokenizer.*save_pretrained"):

@@ -221,3 +221,9 @@ def test_an_additive_mask_is_told_how_to_become_a_bool_one():
     q = torch.randn(3, 4)
     with pytest.raises(ValueError, match="mask == 0"):
         check_qkv(q, q, q, mask=additive)
+
+
+def test_qkv_with_unequal_head_counts_is_refused_with_the_fix():
+    query, key = torch.randn(2, 8, 5, 4), torch.randn(2, 4, 5, 4)
+    with pytest.raises(ValueError, match=r"repeat a shared one h // g times"):
+        check_qkv(query, key, key)

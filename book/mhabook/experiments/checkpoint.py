@@ -280,6 +280,12 @@ def load_checkpoint(name=None):
         model = model.float()
     model.eval()
     config = model.config
+    if len(tokenizer) > config.vocab_size:
+        raise ValueError(
+            f"{display}'s tokenizer has {len(tokenizer):,} tokens but its "
+            f"model embeds {config.vocab_size:,}: save the tokenizer that "
+            f"was trained with this model beside it"
+        )
     positions = getattr(config, "position_embedding_type", "absolute")
     if positions != "absolute":  # transformers 5 reads absolute ones only
         print(f"Note: {positions!r} positions ignored; absolute ones used")

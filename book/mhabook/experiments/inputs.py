@@ -38,6 +38,13 @@ def hand_check(attention):
     note_unless(not rows or weights.allclose(by_hand), "no 1/sqrt(d_k) here")
 
 
+def uses_qkv(head, x, attention):
+    """Whether `head(x)` gives `attention(head.q(x), head.k(x), head.v(x))`,
+    output and weights: a forward that passes its own projections."""
+    parts = [m(x) for m in (head.q, head.k, head.v)]  # Q, K, V
+    return all(map(torch.allclose, head(x), attention(*parts)))
+
+
 def _is_punctuation(text):
     return bool(text) and all(c in PUNCTUATION for c in text)
 
