@@ -56,3 +56,15 @@ def test_a_zero_output_projection_stops_the_gradients():
 def test_one_token_is_refused_with_the_reason():
     with pytest.raises(ValueError, match="give two or more"):
         layer_properties(layer(), torch.randn(1, 1, 16))
+
+
+def test_a_loop_layer_is_refused_with_the_conversion_to_use():
+    from transformers import BertConfig
+
+    from mhabook import MultiHeadAttention
+
+    loop = MultiHeadAttention(
+        BertConfig(hidden_size=16, num_attention_heads=4)
+    )
+    with pytest.raises(TypeError, match=r"pass batched_from_loop\(loop\)"):
+        layer_properties(loop, torch.randn(1, 3, 16))

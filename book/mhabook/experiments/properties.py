@@ -11,6 +11,13 @@ def layer_properties(layer, x):
     """{property: bool} for `layer`, a layer like BatchedMultiHeadAttention
     (one `qkv` projection, `output_linear`; layer(x, mask) returns the
     output and (B, h, T, T) weights), on an input x of (B, T, d)."""
+    if not all(hasattr(layer, a) for a in ("qkv", "num_heads", "head_dim")):
+        raise TypeError(
+            f"layer_properties checks a batched layer, with one qkv "
+            f"projection (BatchedMultiHeadAttention, AttentionLayer), not a "
+            f"{type(layer).__name__}: pass batched_from_loop(loop) for a "
+            f"loop layer"
+        )
     B, T, d = x.shape
     if T < 2:
         raise ValueError(
