@@ -1079,7 +1079,7 @@ def test_a_model_of_no_layers_is_refused_before_it_runs(tokenizer):
         model_attentions(model, inputs)
 
 
-def test_a_header_line_or_a_repeated_sentence_is_refused(
+def test_a_header_line_or_a_sentence_read_twice_is_refused(
     tmp_path, monkeypatch
 ):
     monkeypatch.setattr(realheads, "DATA", tmp_path)
@@ -1097,6 +1097,10 @@ def test_a_header_line_or_a_repeated_sentence_is_refused(
         load_table("claim1_pairs.tsv")
     (tmp_path / "claim1_pairs.tsv").write_text(row)
     assert load_table("claim1_pairs.tsv") == [row.strip().split("\t")]
+    same = "the soup is cold\tthe soup is cold\tthe bread is warm\n"
+    (tmp_path / "paraphrases.tsv").write_text("  # indented comment\n" + same)
+    with pytest.raises(ValueError, match="line 2, holds one sentence twice"):
+        load_table("paraphrases.tsv")
 
 
 def test_a_flies_pair_must_be_built_like_the_sources():
@@ -1115,13 +1119,3 @@ def test_a_flies_pair_must_be_built_like_the_sources():
     apart = [*source[:2], "fruit the flies like a banana", "fruit", "banana"]
     with pytest.raises(ValueError, match="flies_pairs.tsv is not built"):
         check_template(apart, "flies_pairs.tsv")
-
-
-def test_a_row_that_holds_one_sentence_twice_is_refused(tmp_path, monkeypatch):
-    monkeypatch.setattr(realheads, "DATA", tmp_path)
-    same = "the soup is cold\tthe soup is cold\tthe bread is warm\n"
-    (tmp_path / "paraphrases.tsv").write_text(
-        "  # an indented comment\n" + same
-    )
-    with pytest.raises(ValueError, match="line 2, holds one sentence twice"):
-        load_table("paraphrases.tsv")
