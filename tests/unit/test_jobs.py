@@ -387,9 +387,7 @@ def test_the_study_runs_on_a_random_bert_and_finds_no_job_there(tmp_path):
         "grammar_between_side",
         "grammar_after_side",
         "first_look",
-        "flies_seen",
-        "flies_top_side",
-        "flies_top_match",
+        "flies_draws",
     ]
     for name, rule, args, phrases in verdicts:
         decide(rule, args, phrases)
@@ -430,7 +428,7 @@ def test_the_grammar_job_marks_the_noun_that_closes_each_phrase():
     assert not jobs.determiner_noun(bare()).any()  # no labels, no targets
 
 
-def test_the_grammar_numbers_group_shares_by_the_words_between():
+def test_the_grammar_numbers_read_the_held_out_phrases():
     attention = torch.zeros(L, H, T, T)
     attention[0, 1, 1, 3] = 0.5  # two words between determiner and noun
     attention[0, 1, 1, 2] = 0.25  # the noun is not the top token here
@@ -452,10 +450,6 @@ def test_the_grammar_numbers_group_shares_by_the_words_between():
     study.grammar_after = after
     study.phrases = [{}, *held_out] * 2  # two phrases per set: labels count
     numbers = jobs.RealHeads.grammar_numbers(study)
-    assert numbers["grammar_gaps"] == (
-        "75% with 0 words between (1 phrase), 50% with 1 word between "
-        "(1 phrase)"
-    )
     assert (numbers["grammar_top"], numbers["grammar_n"]) == (2, 2)
     assert numbers["grammar_after"] == after
 
@@ -492,3 +486,43 @@ def test_a_job_is_found_by_name_or_refused_with_the_names():
         jobs.job_rule("last word")
     with pytest.raises(ValueError, match="give text_b a sentence"):
         jobs.real_heads_results(None, None, "time flies", None)
+
+
+def test_the_head_8_answers_say_yes_only_where_the_numbers_do():
+    from mhabook.experiments.realheads import Estimate
+
+    tokens = ["[CLS]", "time", "flies", "arrow", "[SEP]", "fruit", "[SEP]"]
+    clear = Estimate(torch.tensor([1.5, 1.7]), 1.2, 1.9)
+    flies = SimpleNamespace(score=clear, target_wins="more")
+    study = SimpleNamespace(
+        flies=flies,
+        source_tokens=tokens,
+        source_targets=[3, 5, 5],
+        source_top=["arrow", "fruit"],
+        source_top_sides=["A", "B"],
+        source_top_at=[3, 5],
+    )
+    answers = gallery.source_answers(study)
+    assert answers["answer_top"] == "yes"
+    assert answers["answer_share"] == "yes: 1.60 times it (1.20 to 1.90)"
+    assert answers["answer_rival"] == "yes"
+    assert (answers["flies_target"], answers["n_held"]) == ("arrow", 2)
+    assert gallery.draws_picture(study) == 1
+    # each "no" alone is enough for "does not draw"
+    study.source_top, study.source_top_sides = ["fruit", "fruit"], ["B", "B"]
+    study.source_top_at = [5, 5]
+    answers = gallery.source_answers(study)
+    assert answers["answer_top"] == 'no: at "fruit", in sentence B'
+    assert gallery.draws_picture(study) == 0
+    study.source_top_at = [3, 5]
+    flies.score = Estimate(torch.tensor([0.9, 1.3]), 0.8, 1.4)
+    assert gallery.source_answers(study)["answer_share"].startswith("no: ")
+    assert gallery.draws_picture(study) == 0
+    flies.score = clear
+    for outcome, said in [
+        ("same", "too close to tell"),
+        ("less", "no: the word before gets more"),
+    ]:
+        flies.target_wins = outcome
+        assert gallery.source_answers(study)["answer_rival"] == said
+        assert gallery.draws_picture(study) == 0

@@ -504,20 +504,9 @@ class RealHeads:
         }
 
     def grammar_numbers(self):
-        """{name: value}: the grammar head's numbers, held out: its share at
-        each number of words between determiner and noun (a phrase), and
-        how many determiners weight their noun most."""
+        """{name: value}: the grammar head's numbers, held out: its share,
+        and how many determiners weight their noun most."""
         rows, job = self.grammar_rows, self.grammar
-        by_gap = {}
-        for gap, share, _ in rows:
-            by_gap.setdefault(gap, []).append(share)
-        word = {1: "word"}
-        phrases = {1: "phrase"}
-        gaps = ", ".join(
-            f"{sum(v) / len(v):.0%} with {gap} {word.get(gap, 'words')} "
-            f"between ({len(v)} {phrases.get(len(v), 'phrases')})"
-            for gap, v in sorted(by_gap.items())
-        )
         return {
             "grammar_layer": job.layer,
             "grammar_head": job.head,
@@ -526,7 +515,6 @@ class RealHeads:
             "grammar_even": job.even,
             "grammar_top": sum(top for *_, top in rows),
             "grammar_n": len(rows),
-            "grammar_gaps": gaps,
             "grammar_between": self.grammar_between,
             "grammar_after": self.grammar_after,
             "n_phrases": len(self.phrases),
