@@ -693,6 +693,20 @@ EDITS = [
         ),
         refuses="repeat one",
     ),
+    Edit(
+        "head_costs",
+        "Ex. 2's scores scaled by T, not T^2",
+        (change("scores_double = len(x)", "factor**2", "factor"),),
+        refuses=r"check T\^2",
+    ),
+    Edit(
+        "many_heads",
+        "Ex. 2 read on the upper triangle",
+        (change("allowed = [n for n", ".tril()", ".triu()"),),
+        until='kept = f"The {names}',
+        refuses="check tril",
+        at='kept = f"The {names}',
+    ),
     # all_heads: the sizes, the input, the batched layer's steps, masks
     Edit(
         "all_heads",
