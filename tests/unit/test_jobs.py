@@ -448,10 +448,18 @@ def test_the_grammar_numbers_read_the_held_out_phrases():
     after = jobs.RealHeads.grammar_after.fget(study)
     assert after == pytest.approx(0.1 / 2)  # and 0 past the second
     study.grammar_after = after
+    # the rule of place: the distance most common in the choosing phrases
+    offset = jobs.RealHeads.grammar_offset.fget
+    assert offset(study) == (0, 0)  # no choosing phrase, no rule
+    choosing = {"phrases": [(0, 2), (3, 5), (6, 7)]}  # distances 2, 2, 1
+    study.phrases = [choosing, *held_out]
+    assert offset(study) == (2, 1)  # (1, 3) is 2 apart, (5, 6) is not
+    study.grammar_offset = offset(study)
     study.phrases = [{}, *held_out] * 2  # two phrases per set: labels count
     numbers = jobs.RealHeads.grammar_numbers(study)
     assert (numbers["grammar_top"], numbers["grammar_n"]) == (2, 2)
     assert numbers["grammar_after"] == after
+    assert (numbers["grammar_distance"], numbers["grammar_by_place"]) == (2, 1)
 
 
 @pytest.mark.parametrize(
@@ -491,38 +499,22 @@ def test_a_job_is_found_by_name_or_refused_with_the_names():
 def test_the_head_8_answers_say_yes_only_where_the_numbers_do():
     from mhabook.experiments.realheads import Estimate
 
-    tokens = ["[CLS]", "time", "flies", "arrow", "[SEP]", "fruit", "[SEP]"]
     clear = Estimate(torch.tensor([1.5, 1.7]), 1.2, 1.9)
     flies = SimpleNamespace(score=clear, target_wins="more")
-    study = SimpleNamespace(
-        flies=flies,
-        source_tokens=tokens,
-        source_targets=[3, 5, 5],
-        source_top=["arrow", "fruit"],
-        source_top_sides=["A", "B"],
-        source_top_at=[3, 5],
-    )
+    study = SimpleNamespace(flies=flies, source_top_sides=["A", "B"])
     answers = gallery.source_answers(study)
-    assert answers["answer_top"] == "yes"
-    assert answers["answer_share"] == "yes: 1.60 times it (1.20 to 1.90)"
+    assert answers["flies_top_side"] == "in sentence A"
+    assert answers["answer_share"] == "yes: 1.60 times it"
     assert answers["answer_rival"] == "yes"
-    assert (answers["flies_target"], answers["n_held"]) == ("arrow", 2)
-    assert gallery.draws_picture(study) == 1
-    # each "no" alone is enough for "does not draw"
-    study.source_top, study.source_top_sides = ["fruit", "fruit"], ["B", "B"]
-    study.source_top_at = [5, 5]
-    answers = gallery.source_answers(study)
-    assert answers["answer_top"] == 'no: at "fruit", in sentence B'
-    assert gallery.draws_picture(study) == 0
-    study.source_top_at = [3, 5]
+    assert answers["n_held"] == 2
+    study.source_top_sides = ["B", "B"]
+    assert gallery.source_answers(study)["flies_top_side"] == "in sentence B"
+    # an interval that reaches 1 is a no, whatever the mean
     flies.score = Estimate(torch.tensor([0.9, 1.3]), 0.8, 1.4)
-    assert gallery.source_answers(study)["answer_share"].startswith("no: ")
-    assert gallery.draws_picture(study) == 0
-    flies.score = clear
+    assert gallery.source_answers(study)["answer_share"] == "no: 1.10 times it"
     for outcome, said in [
         ("same", "too close to tell"),
         ("less", "no: the word before gets more"),
     ]:
         flies.target_wins = outcome
         assert gallery.source_answers(study)["answer_rival"] == said
-        assert gallery.draws_picture(study) == 0

@@ -14,6 +14,7 @@ An example is a dict from `realheads.run_examples`: `attention`
 and [SEP]).
 """
 
+from collections import Counter
 from dataclasses import dataclass
 
 import torch
@@ -416,6 +417,26 @@ class RealHeads:
         return rows
 
     @property
+    def grammar_offset(self):
+        """(distance, found): a rule of place to set the grammar head
+        against. The distance in tokens from determiner to noun most common
+        in the choosing (even) noun phrases, and for how many held-out
+        determiners the noun stands at that distance."""
+        chosen = Counter(
+            last - first
+            for ex in self.phrases[::2]
+            for first, last in ex.get("phrases", ())
+        )
+        if not chosen:
+            return 0, 0
+        distance = chosen.most_common(1)[0][0]
+        found = sum(
+            last - first == distance
+            for _, first, last in held_out_phrases(self.grammar, self.phrases)
+        )
+        return distance, found
+
+    @property
     def grammar_between(self):
         """The grammar head's mean share, over the held-out noun phrases,
         that a word between determiner and noun puts on the noun (NaN when
@@ -515,6 +536,8 @@ class RealHeads:
             "grammar_even": job.even,
             "grammar_top": sum(top for *_, top in rows),
             "grammar_n": len(rows),
+            "grammar_distance": self.grammar_offset[0],
+            "grammar_by_place": self.grammar_offset[1],
             "grammar_between": self.grammar_between,
             "grammar_after": self.grammar_after,
             "n_phrases": len(self.phrases),

@@ -24,12 +24,13 @@ def _grid(n, columns, top, per_row):
     )
 
 
-def figure(attention, tokens, jobs, targets):
+def figure(attention, tokens, jobs, targets, columns=2, per_row=2.0):
     """Small multiples: for each job, its best head's attention map on one
     input, with the job's targets marked by dots. Returns the Figure.
 
     attention: (L, h, T, T) weights of that input; tokens: its T tokens;
-    jobs: `Job`s (name, layer, head); targets: one (T, T) bool per job.
+    jobs: `Job`s (name, layer, head); targets: one (T, T) bool per job;
+    `columns` maps a row, each row `per_row` inches tall.
     """
     T = len(tokens)
     if tuple(attention.shape[-2:]) != (T, T):
@@ -42,7 +43,7 @@ def figure(attention, tokens, jobs, targets):
             f"{len(jobs)} jobs but {len(targets)} target maps: give one "
             f"(T, T) map per job"
         )
-    fig, axes = _grid(len(jobs), 2, 0.35, 2.0)
+    fig, axes = _grid(len(jobs), columns, 0.35, per_row)
     for ax, job, mark in zip(axes.flat, jobs, targets):
         weights = attention[job.layer, job.head].detach().cpu().numpy()
         ax.imshow(weights, vmin=0, vmax=1, cmap="Greys")
@@ -74,7 +75,8 @@ def grammar_figure(study):
     `study.grammar_example`, a held-out sentence, its noun marked."""
     ex = study.grammar_example
     marks = [determiner_noun(ex)]
-    return figure(ex["attention"], ex["tokens"], [study.grammar], marks)
+    attention, tokens = ex["attention"], ex["tokens"]
+    return figure(attention, tokens, [study.grammar], marks, 1, 3.6)
 
 
 def table(jobs, detail=False):
@@ -145,42 +147,29 @@ def picture_table(flies, swapped, rival=True):
 
 
 def source_answers(study):
-    """The answers of the layer-0 head closest to the source's "flies"
-    picture (`study.flies`, of a `RealHeads`) to section 4.1's three
-    questions, by glue name: on the source's pair, does "flies" in A weight
-    its target most (`answer_top`); held out, does each target beat an even
-    share (`answer_share`); and does A's target beat the word just before
-    "flies" (`answer_rival`)."""
-    flies, target = study.flies, study.source_targets[0]
-    top = study.source_top[0]
-    side = SIDES[study.source_top_sides[0] == "B"]
-    score = flies.score
-    above = "yes" if score.low > 1 else "no"
+    """Section 4's account of the layer-0 head closest to the source's
+    "flies" picture (`study.flies`, of a `RealHeads`), by glue name: where
+    "flies" in A looks most on the source's pair (`flies_top_side`), and
+    its answers on the held-out pairs: does each target beat an even share
+    (`answer_share`), and does A's target beat the word just before "flies"
+    (`answer_rival`)."""
+    score = study.flies.score
     wins = {"more": "yes", "less": "no: the word before gets more"}
     wins["same"] = "too close to tell"
-    at_target = study.source_top_at[0] == target
     return {
-        "answer_top": "yes" if at_target else f'no: at "{top}", {side}',
-        "answer_share": f"{above}: {score.mean:.2f} times it "
-        f"({score.low:.2f} to {score.high:.2f})",
-        "answer_rival": wins[flies.target_wins],
-        "flies_target": study.source_tokens[target],
+        "flies_top_side": SIDES[study.source_top_sides[0] == "B"],
+        "answer_share": f"{'yes' if score.low > 1 else 'no'}: "
+        f"{score.mean:.2f} times it",
+        "answer_rival": wins[study.flies.target_wins],
         "n_held": len(score.values),
     }
 
 
-def draws_picture(study):
-    """1 when the three answers of `source_answers` are all yes, else
-    0: whether the closest layer-0 head draws the source's picture."""
-    flies = study.flies
-    top = study.source_top_at[0] == study.source_targets[0]
-    return int(top and flies.score.low > 1 and flies.target_wins == "more")
-
-
 SIDES = {True: "in sentence B", False: "in sentence A"}
-# Whether the closest layer-0 head answers yes to all of `source_answers`.
-DRAWS = {True: "draws the source's picture"}
-DRAWS[False] = "does not draw the source's picture"
+# Whether the closest layer-0 head draws the source's picture in its weak
+# form, held out: the interval of its least-lifted target's lift above 1.
+DRAWS = {True: "draws a weak form of the picture"}
+DRAWS[False] = "does not draw even a weak form"
 
 
 # Whether the grammar head's held-out interval clears both baselines.
@@ -238,5 +227,5 @@ def page_verdicts(study, first, checkpoint):
             AFTER,
         ),
         ("first_look", "above", (study.on_pair(first), 0.5), look),
-        ("flies_draws", "above", (draws_picture(study), 0), DRAWS),
+        ("flies_draws", "above", (study.flies.score.low, 1.0), DRAWS),
     ]
