@@ -106,6 +106,42 @@ EDITS = [
         notes=True,
     ),
     Edit(
+        "labs",
+        "Lab 1's pronoun as its own referent",
+        (change(LAB_1, 'referent = "mat"', 'referent = "it"'),),
+        until=LAB_1_END,
+        refuses="cannot refer to itself",
+        at=LAB_1_END,
+    ),
+    Edit(
+        "one_head",
+        "a diagonal summed, not averaged",
+        (
+            change(
+                "def diagonal_share(weights):",
+                ".mean().item()",
+                ".sum().item()",
+            ),
+        ),
+        until="far from an even spread here",
+        refuses="mean, not its sum",
+        at="far from an even spread here",
+    ),
+    Edit(
+        "one_head",
+        "a sentence of 35 words",
+        (
+            one_text(
+                '"after a long winter our small village by the river woke '
+                "to warm days as farmers walked out early and children ran "
+                "along muddy lanes while merchants arrived with new goods "
+                'from distant towns"'
+            ),
+        ),
+        until="far from an even spread here",
+        notes=False,  # near-even for its length, as the text says
+    ),
+    Edit(
         "one_head",
         "two words",
         (one_text('"time flies"'),),

@@ -1123,6 +1123,9 @@ def test_a_flies_pair_must_be_built_like_the_sources():
     before = ["the arrow flies like an arrow", "arrow", *source[2:]]
     with pytest.raises(ValueError, match="not built like the source's pair"):
         check_template(before)  # "arrow" is also the word before "flies"
+    first = ["flies like an arrow", "arrow", *source[2:]]
+    with pytest.raises(ValueError, match="a word before 'flies' in A"):
+        check_template(first)  # no word before "flies": no rival to name
     apart = [*source[:2], "fruit the flies like a banana", "fruit", "banana"]
     with pytest.raises(ValueError, match="flies_pairs.tsv is not built"):
         check_template(apart, "flies_pairs.tsv")

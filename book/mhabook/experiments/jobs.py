@@ -271,12 +271,16 @@ def heads_with_jobs(model, tokenizer, choose_on="even"):
     return found, sentences, pairs
 
 
+DETERMINERS = ("a", "an", "the")  # what opens a phrase of noun_phrases.tsv
+
+
 def phrase_examples(model, tokenizer, rows=None, set_name=None):
     """The sentences of `rows` (default: book/data/noun_phrases.tsv), each
     run alone, with `phrases`: [(first, last)], the token positions of its
     noun phrase. Raises a ValueError naming the line of a phrase that has
-    fewer than two words, holds a word the tokenizer splits, or is not a
-    run of its sentence's words."""
+    fewer than two words, holds a word the tokenizer splits, is not a run
+    of its sentence's words, or is not a determiner, one to three
+    describing words and a noun."""
     if rows is None:
         rows, set_name = (
             rh.load_table(rh.SETS["phrases"]),
@@ -308,6 +312,12 @@ def phrase_examples(model, tokenizer, rows=None, set_name=None):
                 f"{at} the phrase {phrase!r} is not in its sentence "
                 f"{sentence!r}: copy the phrase from the sentence, word for "
                 f"word"
+            )
+        if n < 3 or words[0] not in DETERMINERS:
+            raise ValueError(
+                f"{at} the phrase {phrase!r} is not a determiner, one to "
+                f"three words that describe the noun, then the noun: use a "
+                f"phrase like 'the old grey dog'"
             )
         ex["phrases"] = [(starts[0], starts[0] + n - 1)]
     return examples
@@ -375,6 +385,12 @@ class RealHeads:
         flies = self.flies.layer, self.flies.head
         label = f'"flies" picture: layer {flies[0]}, head {flies[1]}'
         return [*self.gallery_jobs, (label, *flies)]
+
+    @property
+    def flies_holds(self):
+        """In how many of its two checks (`flies`, `swapped`) the source's
+        pattern holds in its weak form, held out."""
+        return sum(t.pattern_holds for t in (self.flies, self.swapped))
 
     @property
     def gallery_jobs(self):

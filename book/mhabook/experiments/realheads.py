@@ -425,7 +425,8 @@ def check_template(row, set_name=None):
     if places:
         i, j = words_a.index("flies"), words_b.index("flies")
         places = (
-            words_a[i + 1 : i + 2] == ["like"]
+            i >= 1  # a word before "flies": the rival the pages name
+            and words_a[i + 1 : i + 2] == ["like"]
             and target_a in words_a[i + 2 : i + 4]
             and target_a not in words_a[:i]  # where the rival word stands
             and j >= 1
@@ -437,8 +438,9 @@ def check_template(row, set_name=None):
         raise ValueError(
             f"{where_row(set_name, row) or 'a row'} is not built like the "
             f"source's pair ('time flies like an arrow' / 'fruit flies like "
-            f"a banana': A's target one or two words after 'like', B's first "
-            f"target just before 'flies', its second one or two words after "
+            f"a banana': a word before 'flies' in A, A's target one or two "
+            f"words after 'like', B's first target just before 'flies', its "
+            f"second one or two words after "
             f"'like'), which the pages' argument about places needs: "
             f"{row!r}. Write the pair in that form"
         )
