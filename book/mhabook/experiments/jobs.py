@@ -279,7 +279,7 @@ def phrase_examples(model, tokenizer, rows=None, set_name=None):
     run alone, with `phrases`: [(first, last)], the token positions of its
     noun phrase. Raises a ValueError naming the line of a phrase that has
     fewer than two words, holds a word the tokenizer splits, is not a run
-    of its sentence's words, or is not a determiner, one to three
+    of its sentence's words, or is not a determiner, one or more
     describing words and a noun."""
     if rows is None:
         rows, set_name = (
@@ -315,8 +315,8 @@ def phrase_examples(model, tokenizer, rows=None, set_name=None):
             )
         if n < 3 or words[0] not in DETERMINERS:
             raise ValueError(
-                f"{at} the phrase {phrase!r} is not a determiner, one to "
-                f"three words that describe the noun, then the noun: use a "
+                f"{at} the phrase {phrase!r} is not a determiner, one or "
+                f"more words that describe the noun, then the noun: use a "
                 f"phrase like 'the old grey dog'"
             )
         ex["phrases"] = [(starts[0], starts[0] + n - 1)]
