@@ -434,23 +434,15 @@ class RealHeads:
 
     @property
     def grammar_offset(self):
-        """(distance, found): a rule of place to set the grammar head
-        against. The distance in tokens from determiner to noun most common
-        in the choosing (even) noun phrases, and for how many held-out
-        determiners the noun stands at that distance."""
-        chosen = Counter(
+        """(distance, found): the best rule of place to set the grammar
+        head against. The distance in tokens from determiner to noun most
+        common in the held-out noun phrases, and for how many of them the
+        noun stands there: no fixed distance finds more."""
+        found = Counter(
             last - first
-            for ex in self.phrases[::2]
-            for first, last in ex.get("phrases", ())
-        )
-        if not chosen:
-            return 0, 0
-        distance = chosen.most_common(1)[0][0]
-        found = sum(
-            last - first == distance
             for _, first, last in held_out_phrases(self.grammar, self.phrases)
         )
-        return distance, found
+        return found.most_common(1)[0] if found else (0, 0)
 
     @property
     def grammar_between(self):
