@@ -177,9 +177,9 @@ def source_answers(study):
 SIDES = {True: "in sentence B", False: "in sentence A"}
 # In how many of its two checks the closest layer-0 head draws the weak
 # form of the source's picture (`realheads.FliesTest.pattern_holds`).
-DRAWS = {"none": "does not draw even a weak form"}
-DRAWS["some"] = DRAWS["most"] = "draws a weak form in one check of two"
-DRAWS["all"] = "draws a weak form of the picture"
+DRAWS = {"none": "fails even the weak form"}
+DRAWS["some"] = DRAWS["most"] = "passes the weak form in one check"
+DRAWS["all"] = "passes only the weak form"
 
 
 # Whether the grammar head's held-out interval clears both baselines.
