@@ -123,7 +123,8 @@ def check_input(hidden_state, embed_dim, dtype=None):
             if not tensor
             else f"give it {embed_dim} features, or build the layer that wide"
             if len(shape) == 3
-            else "add the batch axis, hidden_state[None] for a batch of one"
+            else "add the batch axis, hidden_state[None] for a batch of one, "
+            "or the token axis, hidden_state[:, None] for one token each"
             if shape[-1:] == (embed_dim,) and len(shape) == 2
             else f"reshape it to (batch, tokens, {embed_dim})"
         )

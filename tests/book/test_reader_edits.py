@@ -646,11 +646,23 @@ EDITS = [
         (
             change(
                 "peach = rh.run_example(",
-                'study.job("previous word")',
-                'study.job("determiner → its noun")',
+                'job = "previous word"',
+                'job = "determiner → its noun"',
             ),
         ),
         refuses="noun_phrases.tsv; use one of",
+    ),
+    Edit(
+        "real_heads",
+        "exercise 1 at the next word",
+        (
+            change(
+                "peach = rh.run_example(",
+                'job = "previous word"',
+                'job = "next word"',
+            ),
+        ),
+        until='glue("peach_job"',
     ),
     Edit(
         "real_heads",

@@ -81,6 +81,7 @@ def test_a_config_the_layer_cannot_use_is_refused_before_init(
     "x, fix",
     [
         (torch.randn(5, 8), r"hidden_state\[None\] for a batch of one"),
+        (torch.randn(2, 8), r"token axis, hidden_state\[:, None\]"),
         (torch.randn(1, 5, 6), "give it 8 features"),
         (torch.randn(1, 1, 5, 8), r"reshape it to \(batch, tokens, 8\)"),
         ([[0.0] * 8], "pass a tensor"),
