@@ -345,6 +345,9 @@ def test_the_study_runs_on_a_random_bert_and_finds_no_job_there(tmp_path):
         assert numbers[f"job{k}_share"] == job.held_out
     # the head-8 paragraph reads layer 0, as the page testing_heads does
     assert flies.layer == 0 and swapped.layer == 0
+    # the place control reads that head again, on pairs whose B copies A
+    same = study.same_sense
+    assert (same.layer, same.head) == (flies.layer, flies.head)
     claim = rh.claim_two(
         rh.flies_examples(
             model, tokenizer, rh.load_table(rh.SETS["flies"]), "flies"
@@ -392,6 +395,7 @@ def test_the_study_runs_on_a_random_bert_and_finds_no_job_there(tmp_path):
         "grammar_after_side",
         "first_look",
         "flies_draws",
+        "copies_pass",
     ]
     for name, rule, args, phrases in verdicts:
         decide(rule, args, phrases)
@@ -523,7 +527,9 @@ def test_the_head_8_account_shows_both_checks_and_counts_them():
 
     even, odd = check(3, clear, above, "same"), check(5, clear, below, "less")
     study = SimpleNamespace(flies=even, swapped=odd, source_top_sides=["B"])
+    study.same_sense = check(3, clear, above, "same")  # B a copy of A
     shown = gallery.source_answers(study)
+    assert shown["copies_score"] == clear.mean
     assert shown["flies_top_side"] == "in sentence B"
     both = gallery.picture_table(even, odd).data  # both checks, side by side
     assert shown["flies_table"].data == both

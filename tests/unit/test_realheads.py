@@ -734,6 +734,10 @@ def test_testing_results_on_a_random_bert_find_no_claim_2():
     assert results.claim1.replicated <= 1
     assert results.by_weight.shape == results.by_norm.shape == (2,)
     assert results.pronouns.n_confirm == 16
+    # the place control reads the layer-0 head on the odd pairs, B = A
+    same = results.same_sense
+    assert (same.layer, same.head) == (0, results.claim2.layer0.head)
+    assert len(same.score.values) == len(results.claim2.layer0.score.values)
     one_layer = tiny_bert(
         vocab_size=tokenizer.vocab_size,
         hidden_size=16,
@@ -781,15 +785,19 @@ def planted_results(flies_heads=((0, 1),), head=claim_head):
         for ex in pairs_of_lengths(lambda off, same: 1.0 + 2.0 * same)
     ] * 4
     flies = planted_flies({where: head for where in flies_heads})
+    claim2 = claim_two(flies)
     return realheads.TestingHeads(
         n_pairs=len(pairs),
         n_flies=len(flies),
         n_pronouns=32,
         claim1=claim_one(pairs, seed=0),
-        claim2=claim_two(flies),
+        claim2=claim2,
         pronouns=pronouns_result(planted_pronouns(), draws=200, sims=200),
         by_weight=torch.tensor([0.5, 0.4]),
         by_norm=torch.tensor([0.2, 0.1]),
+        # the control reads the planted pairs themselves: where place alone
+        # draws the pattern, the copies pass as the pairs do
+        same_sense=flies_test(flies, layer=0, head=claim2.layer0.head),
     )
 
 
@@ -811,6 +819,7 @@ def test_the_page_finds_the_planted_claim_heads():
     assert found["before_halves"] == ("none", "in neither check")
     assert found["c2_forward"][0] is found["swap_holds"][0] is True
     assert found["same_head"] == (True, "the same head")  # one planted
+    assert found["same_sense"] == (True, "still passes the weak form")
     assert found["c2_upper"][0] == "same"  # layer 1 spreads evenly
     assert found["claim_coref"][0] is True
     assert found["norm_verdict"][0] is True
@@ -822,6 +831,7 @@ def test_the_page_finds_the_planted_claim_heads():
 def test_the_page_verdicts_flip_when_the_planted_heads_are_removed():
     found = outcomes(planted_results(flies_heads=()))
     assert found["c2_forward"][0] is found["swap_holds"][0] is False
+    assert found["same_sense_means"] == (False, "depends on B's own words")
     assert found["pattern_halves"][0] == "none"
     assert found["c2_upper"][0] == "same"
 

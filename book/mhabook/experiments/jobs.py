@@ -377,6 +377,7 @@ class RealHeads:
     source_top_sides: list
     source_top_at: list
     largest_difference: float  # the chapter's layers against the model's
+    same_sense: rh.FliesTest | None = None  # `flies` on B = A, a control
 
     @property
     def presets(self):
@@ -623,4 +624,5 @@ def real_heads_results(model, tokenizer, text_a, text_b):
         source_top_sides=claim.source_top_sides,
         source_top_at=claim.source_top_at,
         largest_difference=chapter_difference(model, hidden_states, attention),
+        same_sense=rh.place_control(model, tokenizer, claim.layer0),
     )

@@ -1050,6 +1050,16 @@ def same_sense_examples(model, tokenizer, rows, set_name=None):
     return examples
 
 
+def place_control(model, tokenizer, test, seed=0):
+    """A `FliesTest` of `test`'s head (a `FliesTest`) on the pairs of
+    book/data/flies_pairs.tsv with sentence B a copy of A
+    (`same_sense_examples`): both "flies" verbs, B's targets where the real
+    B's stand. A head that passes here draws the pattern from place."""
+    rows, where = load_table(SETS["flies"]), set_path("flies")
+    copies = same_sense_examples(model, tokenizer, rows, where)
+    return flies_test(copies, layer=test.layer, head=test.head, seed=seed)
+
+
 @dataclass(frozen=True)
 class ClaimOne:
     """Claim 1: attention stays within the sentence (`claim1_test`)."""
@@ -1265,6 +1275,10 @@ class TestingHeads:
     pronouns: Pronouns
     by_weight: torch.Tensor  # (L,) share on [CLS] and [SEP], by weight
     by_norm: torch.Tensor  # (L,) and by the size of what links move
+    # claim 2's layer-0 head on the same pairs with B a copy of A (both
+    # "flies" verbs, B's targets where the real B's stand): a control for
+    # place (`same_sense_examples`)
+    same_sense: FliesTest | None = None
 
 
 def testing_results(model, tokenizer, draws=1000, sims=2000, seed=0):
@@ -1280,13 +1294,15 @@ def testing_results(model, tokenizer, draws=1000, sims=2000, seed=0):
         )
     pairs, flies, pronouns = load_sets(model, tokenizer)
     by_weight, by_norm = special_shares(model, pairs)
+    claim2 = claim_two(flies, seed=seed)
     return TestingHeads(
         n_pairs=len(pairs),
         n_flies=len(flies),
         n_pronouns=len(pronouns),
         claim1=claim_one(pairs, seed=seed),
-        claim2=claim_two(flies, seed=seed),
+        claim2=claim2,
         pronouns=pronouns_result(pronouns, draws=draws, sims=sims, seed=seed),
         by_weight=by_weight,
         by_norm=by_norm,
+        same_sense=place_control(model, tokenizer, claim2.layer0, seed),
     )

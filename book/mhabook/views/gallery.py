@@ -171,6 +171,7 @@ def source_answers(study):
     return {
         "flies_top_side": SIDES[study.source_top_sides[0] == "B"],
         "flies_table": picture_table(study.flies, study.swapped),
+        "copies_score": study.same_sense.score.mean,
     }
 
 
@@ -238,4 +239,10 @@ def page_verdicts(study, first, checkpoint):
         ),
         ("first_look", "above", (study.on_pair(first), 0.5), look),
         ("flies_draws", "how_many", (study.flies_holds, 2), DRAWS),
+        (
+            "copies_pass",  # the place control: B a copy of A
+            "above",
+            (int(study.same_sense.pattern_holds), 0),
+            {True: "still passes it", False: "fails it"},
+        ),
     ]

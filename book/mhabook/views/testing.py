@@ -176,6 +176,7 @@ def page_numbers(results):
         ),
         "swap_head": swapped.head,
         **_estimate("swap_score", swapped.score),
+        **_estimate("same_score", results.same_sense.score),  # B copies A
         # claim 2 in layers 1 and up, and the power of its test
         "upper_layer": upper.layer,
         "upper_head": upper.head,
@@ -279,6 +280,21 @@ def page_verdicts(results):
             {True: "the same head", False: "another head"},
         ),
         ("c2_forward", "all_above", (l0.pattern_margins, 0), passes),
+        (
+            "same_sense",  # the same head on pairs whose B copies A
+            "above",
+            (int(results.same_sense.pattern_holds), 0),
+            {True: "still passes the weak form", False: "fails it"},
+        ),
+        (
+            "same_sense_means",
+            "above",
+            (int(results.same_sense.pattern_holds), 0),
+            {
+                True: "needs no difference in sense",
+                False: "depends on B's own words",
+            },
+        ),
         ("swap_holds", "all_above", (swapped.pattern_margins, 0), passes),
         (
             "rival_first_b",  # and B's first target
