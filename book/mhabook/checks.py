@@ -15,11 +15,41 @@ error that names the fix, because the layers call these checks:
 - `check_weights`, the keys and shapes of weights copied into a layer;
 - `check_padding` and `check_num_tokens`, the sizes of the masks;
 - `check_qkv`, queries, keys and values whose shapes fit together.
+
+Inside `unchecked()` the checks a forward pass calls do nothing, so that a
+timing measures the layers' arithmetic alone (`costs.time_interleaved`).
 """
 
+import contextlib
 import functools
 
 import torch
+
+_skipping = False  # True inside `unchecked()`
+
+
+@contextlib.contextmanager
+def unchecked():
+    """Skip the checks of a forward pass inside the block: for timing the
+    layers, which call some of them once per head. Wrong input then fails
+    inside PyTorch, or not at all."""
+    global _skipping
+    before, _skipping = _skipping, True
+    try:
+        yield
+    finally:
+        _skipping = before
+
+
+def skippable(check):
+    """`check`, which returns nothing, skipped inside `unchecked()`."""
+
+    @functools.wraps(check)
+    def run(*args, **kwargs):
+        if not _skipping:
+            check(*args, **kwargs)
+
+    return run
 
 
 def _whole(n):
@@ -97,6 +127,7 @@ def config_sizes(name, args, kwargs):
     )
 
 
+@skippable
 def check_input(hidden_state, embed_dim, dtype=None):
     """Refuse an input that is not (B, T, d), or (given the layer's weights'
     `dtype`) not of that dtype, with the fix in the error."""
@@ -185,6 +216,7 @@ def _mask_kind(mask):
         )
 
 
+@skippable
 def check_attention_mask(mask, scores):
     """Refuse a mask that is not bool, or that does not broadcast to the
     scores (..., T_q, T_k) it masks, with a ValueError that names the fix."""
@@ -202,6 +234,7 @@ def check_attention_mask(mask, scores):
         )
 
 
+@skippable
 def check_bool_mask(mask, batch, num_tokens):
     """Refuse a mask that is not (T, T) or (B, T, T), or not bool."""
     shapes = [(num_tokens, num_tokens), (batch, num_tokens, num_tokens)]
@@ -264,6 +297,7 @@ def check_num_tokens(num_tokens):
         )
 
 
+@skippable
 def check_qkv(query, key, value, mask=None):
     """Refuse queries, keys and values whose shapes cannot be attended:
     each (..., T, d_k), with query and key of one d_k and key and value of

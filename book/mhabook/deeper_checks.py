@@ -14,7 +14,7 @@ working layer or a ValueError that names the fix:
 
 from dataclasses import dataclass
 
-from mhabook.checks import _whole  # a whole number, not a bool
+from mhabook.checks import _whole, skippable  # skippable: for timing
 
 
 def check_heads(heads, num_heads):
@@ -93,6 +93,7 @@ def group_size_for(num_heads, num_kv_heads):
     return num_heads // num_kv_heads
 
 
+@skippable
 def check_fits(cache, stored, K, V):
     """Refuse keys and values that do not fit `cache`, a KVCache's keys
     (B, g, max_tokens, d_k) holding `stored` tokens, with an error that

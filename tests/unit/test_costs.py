@@ -80,6 +80,25 @@ def test_time_interleaved_rotates_the_order():
     assert firsts == list("abc" + "abcbcacab")
 
 
+def test_time_interleaved_times_the_loop_without_its_per_head_checks():
+    from mhabook import checks
+
+    loop = MultiHeadAttention(AttentionConfig(32, 4))
+    wrong = torch.randn(1, 5, 32), torch.randn(1, 6, 8)  # T of 5 and 6
+    with pytest.raises(ValueError, match="each key comes with its value"):
+        checks.check_qkv(wrong[1][:, :5], wrong[1], wrong[1][:, :5])
+    seen = []
+
+    def step():  # what the checks do while timed: nothing
+        checks.check_qkv(wrong[1][:, :5], wrong[1], wrong[1][:, :5])
+        seen.append(loop(wrong[0])[0].shape)
+
+    costs.time_interleaved([step], repeats=2, min_run_time=0.001)
+    assert seen and set(seen) == {(1, 5, 32)}
+    with pytest.raises(ValueError, match="the layer takes"):  # on again
+        loop(torch.randn(5, 32, 1))
+
+
 def test_time_interleaved_wants_callables():
     with pytest.raises(ValueError, match="callables"):
         costs.time_interleaved({"a": lambda: None})

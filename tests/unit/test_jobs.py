@@ -391,11 +391,12 @@ def test_the_study_runs_on_a_random_bert_and_finds_no_job_there(tmp_path):
         "source_loaded",
         "jobs_done",
         "grammar_seen",
-        "grammar_between_side",
+        "grammar_rival_side",
         "grammar_after_side",
         "first_look",
         "flies_draws",
         "copies_pass",
+        "flies_reading",
     ]
     for name, rule, args, phrases in verdicts:
         decide(rule, args, phrases)
@@ -456,6 +457,13 @@ def test_the_grammar_numbers_read_the_held_out_phrases():
     after = jobs.RealHeads.grammar_after.fget(study)
     assert after == pytest.approx(0.1 / 2)  # and 0 past the second
     study.grammar_after = after
+    # the word just before the determiner: the second phrase only (the
+    # first opens at 1, after [CLS]), whose noun is its next noun too
+    assert jobs.RealHeads.grammar_before.fget(study) == 0.0
+    attention[0, 1, 4, 6] = 0.3
+    before = jobs.RealHeads.grammar_before.fget(study)
+    assert before == pytest.approx(0.3)
+    study.grammar_before = before
     # the best rule of place: the distance most common in the held-out
     # phrases, and how many nouns stand there
     offset = jobs.RealHeads.grammar_offset.fget
@@ -471,6 +479,10 @@ def test_the_grammar_numbers_read_the_held_out_phrases():
     assert (numbers["grammar_top"], numbers["grammar_n"]) == (2, 2)
     assert numbers["grammar_after"] == after
     assert (numbers["grammar_distance"], numbers["grammar_by_place"]) == (2, 1)
+    assert numbers["grammar_before"] == before
+    study.grammar_before = float("nan")  # no held-out phrase follows a word
+    with pytest.raises(ValueError, match="keep some phrases after their"):
+        jobs.RealHeads.grammar_numbers(study)
 
 
 @pytest.mark.parametrize(
@@ -508,8 +520,9 @@ def test_a_job_is_found_by_name_or_refused_with_the_names():
         jobs.real_heads_results(None, None, "time flies", None)
 
 
-def test_the_head_8_account_shows_both_checks_and_counts_them():
+def test_the_head_8_account_reads_the_weak_form_then_the_place_control():
     from mhabook.experiments.realheads import Estimate
+    from mhabook.experiments.verdicts import decide
 
     clear = Estimate(torch.tensor([1.5, 1.7]), 1.2, 1.9)
     above = Estimate(torch.tensor([0.5, 0.7]), 0.1, 0.9)  # contrasts > 0
@@ -531,9 +544,17 @@ def test_the_head_8_account_shows_both_checks_and_counts_them():
     shown = gallery.source_answers(study)
     assert shown["copies_score"] == clear.mean
     assert shown["flies_top_side"] == "in sentence B"
-    both = gallery.picture_table(even, odd).data  # both checks, side by side
-    assert shown["flies_table"].data == both
-    # the page's verdict counts the checks where the weak form holds
-    assert jobs.RealHeads.flies_holds.fget(study) == 1
-    odd.pattern_holds = True
-    assert jobs.RealHeads.flies_holds.fget(study) == 2
+    # what the head shows: the weak form held out, then the place control
+    reading = jobs.RealHeads.flies_reading.fget
+    assert reading(study) == 2  # both pass: place alone draws the picture
+    study.same_sense.pattern_holds = False
+    assert reading(study) == 1  # the picture needs B to differ from A
+    even.pattern_holds, study.same_sense.pattern_holds = False, True
+    assert reading(study) == 0  # no weak form: the control says nothing
+    words = {
+        count: decide("how_many", (count, 2), gallery.READING)[1]
+        for count in (0, 1, 2)
+    }
+    assert words[2] == "comes from place, not from word sense"
+    assert words[1] == "needs the two senses to differ"
+    assert words[0] == "does not appear in layer 0"

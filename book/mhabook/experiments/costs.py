@@ -15,6 +15,7 @@ from torch.utils._pytree import tree_flatten
 from torch.utils.benchmark import Timer
 from torch.utils.flop_counter import FlopCounterMode
 
+from ..checks import unchecked  # timings leave out the input checks
 from ..layers.all_heads import AttentionConfig, batched_from_loop
 from ..layers.many_heads import MultiHeadAttention, head_dim_for
 
@@ -81,7 +82,9 @@ def time_interleaved(fns, repeats=15, min_run_time=0.02):
     (torch.utils.benchmark's Timer, on one thread) that runs >=
     min_run_time; a fn's block size is set once, before the repeats. Row r
     of every column comes from repeat r, so the columns are paired (see
-    paired_ratio).
+    paired_ratio). The layers' input checks are off while timing
+    (`checks.unchecked`): the loop layer calls them once per head, so with
+    them on it would also time validation.
     """
     fns = list(fns)
     if not fns or not all(callable(fn) for fn in fns):
@@ -92,12 +95,13 @@ def time_interleaved(fns, repeats=15, min_run_time=0.02):
     if repeats < 1:
         raise ValueError(f"repeats must be at least 1, got {repeats}")
     timers = [Timer("fn()", globals={"fn": fn}, num_threads=1) for fn in fns]
-    blocks = [block_size(timer, min_run_time) for timer in timers]
     times = torch.zeros(repeats, len(fns), dtype=torch.float64)
-    for r in range(repeats):
-        for k in range(len(fns)):
-            i = (r + k) % len(fns)  # repeat r starts with fn r (mod n)
-            times[r, i] = timers[i].timeit(blocks[i]).mean
+    with unchecked():
+        blocks = [block_size(timer, min_run_time) for timer in timers]
+        for r in range(repeats):
+            for k in range(len(fns)):
+                i = (r + k) % len(fns)  # repeat r starts with fn r (mod n)
+                times[r, i] = timers[i].timeit(blocks[i]).mean
     return times
 
 

@@ -388,10 +388,13 @@ class RealHeads:
         return [*self.gallery_jobs, (label, *flies)]
 
     @property
-    def flies_holds(self):
-        """In how many of its two checks (`flies`, `swapped`) the source's
-        pattern holds in its weak form, held out."""
-        return sum(t.pattern_holds for t in (self.flies, self.swapped))
+    def flies_reading(self):
+        """What the layer-0 head of `flies` shows, held out: 0 when it
+        fails the weak form; 1 when it passes it but fails the place
+        control (`same_sense`, B a copy of A); 2 when it passes both, so
+        place and sentence alone draw the picture."""
+        holds = self.flies.pattern_holds
+        return int(holds) + int(holds and self.same_sense.pattern_holds)
 
     @property
     def gallery_jobs(self):
@@ -455,6 +458,22 @@ class RealHeads:
             self.grammar, self.phrases
         ):
             shares += weights[first + 1 : last, last].tolist()
+        return sum(shares) / len(shares) if shares else float("nan")
+
+    @property
+    def grammar_before(self):
+        """The grammar head's mean share, over the held-out noun phrases
+        that follow a word, that the word just before the determiner puts
+        on the noun: its next noun too, so a head that sent every word to
+        the next noun would give it as much (NaN when no phrase follows a
+        word)."""
+        shares = [
+            weights[first - 1, last].item()
+            for weights, first, last in held_out_phrases(
+                self.grammar, self.phrases
+            )
+            if first > 1  # position 0 is [CLS]
+        ]
         return sum(shares) / len(shares) if shares else float("nan")
 
     @property
@@ -537,6 +556,12 @@ class RealHeads:
         """{name: value}: the grammar head's numbers, held out: its share,
         and how many determiners weight their noun most."""
         rows, job = self.grammar_rows, self.grammar
+        if self.grammar_before != self.grammar_before:  # NaN: none follows
+            raise ValueError(
+                "no held-out noun phrase of book/data/noun_phrases.tsv "
+                "follows a word: keep some phrases after their verb, as in "
+                "'she bought a red car'"
+            )
         return {
             "grammar_layer": job.layer,
             "grammar_head": job.head,
@@ -548,6 +573,7 @@ class RealHeads:
             "grammar_distance": self.grammar_offset[0],
             "grammar_by_place": self.grammar_offset[1],
             "grammar_between": self.grammar_between,
+            "grammar_before": self.grammar_before,
             "grammar_after": self.grammar_after,
             "n_phrases": len(self.phrases),
         }

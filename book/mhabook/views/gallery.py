@@ -164,23 +164,23 @@ def picture_table(flies, swapped, rival=True):
 
 
 def source_answers(study):
-    """Section 4's account of the layer-0 heads closest to the source's
+    """Section 4's account of the layer-0 head closest to the source's
     "flies" picture (`study`, a `RealHeads`), by glue name: where "flies"
-    in A looks most on the source's pair (`flies_top_side`), and the two
-    checks' table (`flies_table`, `picture_table`)."""
+    in A looks most on the source's pair (`flies_top_side`), and the
+    head's score when sentence B copies A (`copies_score`)."""
     return {
         "flies_top_side": SIDES[study.source_top_sides[0] == "B"],
-        "flies_table": picture_table(study.flies, study.swapped),
         "copies_score": study.same_sense.score.mean,
     }
 
 
 SIDES = {True: "in sentence B", False: "in sentence A"}
-# In how many of its two checks the closest layer-0 head draws the weak
-# form of the source's picture (`realheads.FliesTest.pattern_holds`).
-DRAWS = {"none": "fails even the weak form"}
-DRAWS["some"] = DRAWS["most"] = "passes the weak form in one check"
-DRAWS["all"] = "passes only the weak form"
+# What the closest layer-0 head shows (`RealHeads.flies_reading`): it fails
+# the weak form (none), passes it but not with B a copy of A (some), or
+# passes both, so place alone draws the picture (all).
+READING = {"none": "does not appear in layer 0"}
+READING["some"] = READING["most"] = "needs the two senses to differ"
+READING["all"] = "comes from place, not from word sense"
 
 
 # Whether the grammar head's held-out interval clears both baselines.
@@ -188,10 +188,11 @@ GRAMMAR_SEEN = {True: "favours the determiner's noun"}
 GRAMMAR_SEEN[False] = "favours no word clearly"
 
 
-# Whether the words between determiner and noun weight the noun at least
-# half as much as the determiner does, in the grammar head.
-BETWEEN = {True: "Words between also look at the noun"}
-BETWEEN[False] = "Words between look at it much less"
+# Whether other words whose next noun is the same (the words between, the
+# word just before the determiner) weight the noun as much as the grammar
+# head's determiners do: above the low end of its held-out interval.
+RIVAL = {True: "Other words look at it as much"}
+RIVAL[False] = "Other words look at it less"
 # Whether the token just past the noun gets at least half the noun's share
 # of the determiner's attention: a head that looked a few tokens ahead would.
 AFTER = {True: "The head may just look ahead"}
@@ -226,10 +227,13 @@ def page_verdicts(study, first, checkpoint):
         ("jobs_done", "how_many", (done, len(study.word_jobs)), have),
         ("grammar_seen", "above", (grammar.low, base), GRAMMAR_SEEN),
         (
-            "grammar_between_side",
+            "grammar_rival_side",  # the words whose next noun it is too
             "above",
-            (study.grammar_between, grammar.held_out / 2),
-            BETWEEN,
+            (
+                max(study.grammar_between, study.grammar_before),
+                grammar.low,
+            ),
+            RIVAL,
         ),
         (
             "grammar_after_side",
@@ -238,11 +242,20 @@ def page_verdicts(study, first, checkpoint):
             AFTER,
         ),
         ("first_look", "above", (study.on_pair(first), 0.5), look),
-        ("flies_draws", "how_many", (study.flies_holds, 2), DRAWS),
+        (
+            "flies_draws",  # the weak form, held out
+            "above",
+            (int(study.flies.pattern_holds), 0),
+            {
+                True: "passes a weak form of it",
+                False: "fails even its weak form",
+            },
+        ),
         (
             "copies_pass",  # the place control: B a copy of A
             "above",
             (int(study.same_sense.pattern_holds), 0),
             {True: "still passes it", False: "fails it"},
         ),
+        ("flies_reading", "how_many", (study.flies_reading, 2), READING),
     ]
