@@ -427,7 +427,7 @@ EDITS = [
                 "q.weight.add_(0.0)",
             ),
         ),
-        refuses="no feature changed: add a nonzero amount",
+        refuses="no head changed: use a nonzero edit of q, k or v",
     ),
     Edit(
         "many_heads",

@@ -70,6 +70,7 @@ def test_a_word_is_found_where_it_first_occurs(tokenizer):
         ("Cat", r"reads 'Cat' as 'cat' .* Use 'cat' instead"),
         ("cat.", r"'cat.' carries punctuation .* Use 'cat' instead"),
         ("catwalk", r"cuts 'catwalk' into the pieces 'cat', '##walk'"),
+        ("the cat", r"'the cat' is 2 words, where one .* such as 'cat'"),
     ],
 )
 def test_a_missing_word_is_told_apart_by_why(tokenizer, word, said):
@@ -164,6 +165,12 @@ def test_a_data_file_saved_with_a_byte_order_mark_reads_the_same(
     with pytest.raises(ValueError, match="set.txt, line 3, repeats line 1"):
         embedding.load_lines("set.txt")  # it would count twice
     assert embedding.load_lines("set.txt", repeats=True)[2] == "first "
+    (tmp_path / "set.txt").write_text("Time flies\ntime  flies\n")
+    with pytest.raises(ValueError, match="line 2, repeats line 1 .capitals"):
+        embedding.load_lines("set.txt")  # the tokenizer reads one sentence
+    (tmp_path / "set.txt").write_text("a name [SEP] a name\n")
+    with pytest.raises(ValueError, match=r"line 1, holds \[SEP\], which"):
+        embedding.load_lines("set.txt")  # a marker, not a word
     (tmp_path / "set.txt").write_text("# only a comment\n\n")
     with pytest.raises(ValueError, match="set.txt has no lines but blank"):
         embedding.load_lines("set.txt")

@@ -813,7 +813,6 @@ def test_the_page_finds_the_planted_claim_heads():
     found = outcomes(planted_results())  # claim 2's head in layer 0
     assert found["claim_1"] == ("all", "every head")  # keeps to its own
     # claim_head's "flies" in A: its target over its subject and B's "f"
-    assert found["l0_lift"][0] == "more"  # each target above an even share
     assert found["rival_first_b"][0] == "more"
     assert found["pattern_halves"] == ("all", "holds in both checks")
     assert found["before_halves"] == ("none", "in neither check")
@@ -1008,6 +1007,10 @@ def test_a_repeated_row_is_refused(tmp_path, monkeypatch):
     row = "time flies like an arrow\tfruit flies like a banana\n"
     (tmp_path / "claim1_pairs.tsv").write_text("# pairs\n" + row + row)
     with pytest.raises(ValueError, match="line 3, repeats line 2"):
+        load_table("claim1_pairs.tsv")
+    capital = "Time flies like an arrow\tapples fall\n"  # line 2's A
+    (tmp_path / "claim1_pairs.tsv").write_text("# pairs\n" + row + capital)
+    with pytest.raises(ValueError, match="line 3, repeats a sentence of li"):
         load_table("claim1_pairs.tsv")
 
 

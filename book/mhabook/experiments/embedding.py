@@ -6,12 +6,23 @@ bert-base-uncased. Sections that change the model (removing heads, sharing
 keys and values) compare its embeddings with the unchanged model's.
 """
 
+import re
 from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 
 DATA = Path(__file__).resolve().parents[2] / "data"
+
+
+# Tokens a tokenizer reads as markers even when typed in a sentence.
+SPECIAL = re.compile(r"\[(CLS|SEP|MASK|PAD|UNK)\]", re.IGNORECASE)
+
+
+def same_text(text):
+    """`text` as an uncased tokenizer reads it: lower case, one space
+    between words. Two lines with the same `same_text` are one sentence."""
+    return " ".join(text.casefold().split())
 
 
 def load_lines(name, repeats=False):
@@ -45,12 +56,21 @@ def load_lines(name, repeats=False):
                     f"Note: book/data/{name}, line {number}: # line, skipped"
                 )
             continue
-        if text in seen and not repeats:
+        special = SPECIAL.search(text)
+        if special:
+            raise ValueError(
+                f"book/data/{name}, line {number}, holds {special[0]}, which "
+                f"the tokenizer reads as its own marker, not as a word: "
+                f"write the sentence's words alone"
+            )
+        key = same_text(text)
+        if key in seen and not repeats:
             raise ValueError(
                 f"book/data/{name}, line {number}, repeats line "
-                f"{seen[text]}: it would count twice. Delete one"
+                f"{seen[key]} (capitals and spaces aside, as the tokenizer "
+                f"reads them): it would count twice. Delete one"
             )
-        seen.setdefault(text, number)
+        seen.setdefault(key, number)
         kept.append(line)
     if not kept:
         raise ValueError(

@@ -254,6 +254,13 @@ def word_position(tokens, word, text=None, tokenizer=None, name=None, why=""):
             name,
             why,
         )
+    if len(str(word).split()) > 1:  # a phrase: each role is one token
+        raise _refusal(
+            f"{word!r} is {len(word.split())} words, where one word is needed",
+            f"use one of them, such as {word.split()[-1]!r}",
+            name,
+            why,
+        )
     raise _refusal(
         f"{word!r} is not in {where}",
         f"use words it has, such as {_such_as(whole)}",

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import torch
 
 from ..checks import _whole  # a whole number, not a bool
-from .embedding import DATA, load_lines
+from .embedding import DATA, load_lines, same_text
 
 
 def encode_pair(tokenizer, model, text_a, text_b):
@@ -389,20 +389,26 @@ def load_table(name):
                 f"book/data/{name}, line {number}, has an empty column "
                 f"({column}): {line!r}. Write it in, or delete the line"
             )
-        seen = [r for r in rows if r == row]
+        key = [same_text(c) for c in row]  # capitals and spaces aside
+        seen = [r for r in rows if [same_text(c) for c in r] == key]
         if seen:
             raise ValueError(
                 f"book/data/{name}, line {number}, repeats line "
                 f"{seen[0].line}: a repeated row could both choose a head and "
                 f"score it. Delete one of them"
             )
-        if name in DISTINCT and len(set(row)) < len(row):
+        if name in DISTINCT and len(set(key)) < len(row):
             raise ValueError(
                 f"book/data/{name}, line {number}, holds one sentence twice: "
                 f"{line!r}. Each column needs a sentence of its own; write "
                 f"another"
             )
-        twice = [r for r in rows for c in row if name in SINGLE and c in r]
+        twice = [
+            r
+            for r in rows
+            for c in key
+            if name in SINGLE and c in map(same_text, r)
+        ]
         if twice:
             raise ValueError(
                 f"book/data/{name}, line {number}, repeats a sentence of "

@@ -30,6 +30,7 @@ def pointer_head(targets, strength=4.0):
     return weights
 
 
+@takes_config  # refuses sizes that do not split, inputs not (B, T, d)
 class MultiHeadAttention(nn.Module):
     """num_heads AttentionHeads side by side, concatenated, then mixed."""
 
@@ -51,9 +52,6 @@ class MultiHeadAttention(nn.Module):
         # 3. mix the heads with W^O; the weights stack to (B, h, T, T)
         weights = torch.stack([w for _, w in results], dim=1)
         return self.output_linear(x), weights
-
-
-MultiHeadAttention = takes_config(MultiHeadAttention)  # refuses bad sizes
 
 
 def head_dim_for(embed_dim, num_heads):

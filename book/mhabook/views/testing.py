@@ -202,15 +202,6 @@ def page_numbers(results):
     }
 
 
-# The least-lifted target's interval against 1 (an even share), in
-# 'of the targets of "flies", ...'.
-LIFT = {
-    "more": "each gets more than an even share",
-    "same": "not each clearly beats an even share",
-    "less": "some target falls below an even share",
-}
-
-
 def between(rival):
     """Phrases for A's target minus `rival` (an interval against 0), in
     'between A's target and <the rival>, ...'."""
@@ -301,12 +292,6 @@ def page_verdicts(results):
             "compare",
             (l0.rival_first_b.low, l0.rival_first_b.high, 0, 0),
             between("B's first target"),
-        ),
-        (
-            "l0_lift",  # the least-lifted target, held out, against 1
-            "compare",
-            (l0.score.low, l0.score.high, 1.0, 1.0),
-            LIFT,
         ),
         (
             "c2_upper",
