@@ -92,7 +92,7 @@ def one_text(new):
 def many_text(new, linked=None):
     edits = [change(MANY_TEXT, DEFAULT, new)]
     if linked:
-        edits.append(change(MANY_TEXT, '"time", "flies"', linked))
+        edits.append(change(MANY_TEXT, '"time", "flies", "arrow"', linked))
     return tuple(edits)
 
 
@@ -431,12 +431,12 @@ EDITS = [
     ),
     Edit(
         "many_heads",
-        "the verb-centric head pointed at another word",
+        "the semantic head pointed at another word",
         (
             change(
-                "verb_centric = pointer_head(",
-                "[flies] * len(tokens)",
-                "[tokens.index('arrow')] * len(tokens)",
+                "semantic = pointer_head(",
+                "targets[flies] = arrow",
+                "targets[flies] = time",
             ),
         ),
         until='glue("head_weight"',
@@ -451,25 +451,27 @@ EDITS = [
     Edit(
         "many_heads",
         "new sentence and words",
-        many_text('"the cat sat on the mat"', '"cat", "sat"'),
+        many_text('"the cat sat on the mat"', '"cat", "sat", "mat"'),
         until=MANY_QKV,
     ),
     Edit(
         "many_heads",
         "capitalised word",
-        many_text('"Time flies like an arrow."', '"Time", "flies"'),
+        many_text('"Time flies like an arrow."', '"Time", "flies", "arrow"'),
         refuses="reads 'Time' as 'time'.*[Uu]se 'time' instead",
     ),
     Edit(
         "many_heads",
         "absent word",
-        many_text(DEFAULT, '"time", "fly"'),
+        many_text(DEFAULT, '"time", "fly", "arrow"'),
         refuses="'fly' is not in the sentence",
     ),
     Edit(
         "many_heads",
         "word cut into pieces",
-        many_text('"time flies like an arrowhead"', '"time", "arrowhead"'),
+        many_text(
+            '"time flies like an arrowhead"', '"time", "flies", "arrowhead"'
+        ),
         refuses="cuts 'arrowhead' into the pieces",
     ),
     Edit(
@@ -477,7 +479,7 @@ EDITS = [
         "long sentence",
         many_text(
             '"the quick brown fox jumps over the lazy dog in the rain"',
-            '"fox", "jumps"',
+            '"fox", "jumps", "dog"',
         ),
         until="shown = tokens",
     ),
@@ -597,8 +599,8 @@ EDITS = [
         (
             change(
                 "subject = pointer_head(targets)",
-                "pointer_head([flies] * len(tokens))",
-                "pointer_head([1.5] * len(tokens))",
+                "targets[flies] = arrow",
+                "targets[flies] = 1.5",
             ),
         ),
         refuses="use 0 to 4",
@@ -609,8 +611,8 @@ EDITS = [
         (
             change(
                 "subject = pointer_head(targets)",
-                "pointer_head(targets)",
-                "pointer_head(targets, strength=0.0)",
+                "subject = pointer_head(targets)",
+                "subject = pointer_head(targets, strength=0.0)",
             ),
         ),
         refuses="keep 0 < strength < inf",
@@ -621,7 +623,7 @@ EDITS = [
         (
             *many_text(
                 '"the quick brown fox jumps over the lazy dog in the rain"',
-                '"fox", "jumps"',
+                '"fox", "jumps", "dog"',
             ),
             change("shown = tokens[:8]", "tokens[:8]", "tokens"),
         ),

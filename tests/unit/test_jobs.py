@@ -520,6 +520,24 @@ def test_a_job_is_found_by_name_or_refused_with_the_names():
         jobs.real_heads_results(None, None, "time flies", None)
 
 
+def test_flies_tops_count_held_out_pairs_whose_flies_weights_a_target_most():
+    def pair(top_a, top_b):  # "flies" at 2 (A) and 6 (B)
+        attention = torch.full((1, H, T, T), 0.1)
+        attention[0, 1, 2, top_a] = attention[0, 1, 6, top_b] = 0.5
+        targets = [3, 5, 6]  # A's target, then B's two
+        return {**bare(), "attention": attention, "flies": [2, 6]} | {
+            "targets": targets
+        }
+
+    # held out (odd places): both on target; A on B's "fruit", B on its
+    # target; both on [CLS], which is not a word, so "time" counts: neither
+    held_out = [pair(3, 5), pair(5, 5), pair(0, 0)]
+    chosen = [pair(3, 5)] * 3  # the even places chose the head
+    study = SimpleNamespace(flies=SimpleNamespace(head=1))
+    study.flies_pairs = [p for two in zip(chosen, held_out) for p in two]
+    assert jobs.RealHeads.flies_tops.fget(study) == (1, 2, 3)
+
+
 def test_the_head_8_account_reads_the_weak_form_then_the_place_control():
     from mhabook.experiments.realheads import Estimate
     from mhabook.experiments.verdicts import decide
@@ -557,4 +575,4 @@ def test_the_head_8_account_reads_the_weak_form_then_the_place_control():
     }
     assert words[2] == "comes from place, not from word sense"
     assert words[1] == "needs the two senses to differ"
-    assert words[0] == "does not appear in layer 0"
+    assert words[0] == "does not appear"

@@ -378,6 +378,7 @@ class RealHeads:
     source_top_at: list
     largest_difference: float  # the chapter's layers against the model's
     same_sense: rh.FliesTest | None = None  # `flies` on B = A, a control
+    flies_pairs: list = ()  # the pairs of flies_pairs.tsv, run
 
     @property
     def presets(self):
@@ -386,6 +387,24 @@ class RealHeads:
         flies = self.flies.layer, self.flies.head
         label = f'"flies" picture: layer {flies[0]}, head {flies[1]}'
         return [*self.gallery_jobs, (label, *flies)]
+
+    @property
+    def flies_tops(self):
+        """(a, b, n): of the n held-out (odd) pairs of `flies_pairs`, on how
+        many the head of `flies` gives A's target the most weight of all
+        the words "flies" in A reads (a), and one of B's two targets the
+        most of all the words "flies" in B reads (b)."""
+        a = b = 0
+        held_out = self.flies_pairs[1::2]
+        for ex in held_out:
+            rows = ex["attention"][0, self.flies.head][
+                list(ex["flies"])
+            ]  # (2, T)
+            rows = rows.masked_fill(~rh.is_word(ex), -1.0)  # words only
+            top = rows.argmax(-1).tolist()
+            a += top[0] == ex["targets"][0]
+            b += top[1] in ex["targets"][1:]
+        return a, b, len(held_out)
 
     @property
     def flies_reading(self):
@@ -514,7 +533,7 @@ class RealHeads:
         """{name: value}: the numbers the page glues. `first` (default
         the first job) is the job whose head the head view opens on."""
         first = self.jobs[0] if first is None else first
-        flies = self.flies
+        flies, tops = self.flies, self.flies_tops
         each_job = {}  # job0_layer, job0_head, job0_share, job1_layer, ...
         for k, job in enumerate(self.jobs):
             each_job |= {
@@ -549,6 +568,8 @@ class RealHeads:
             ].item(),
             "largest": self.largest_difference,
             "flies_layer": flies.layer,
+            # held out, the pairs whose "flies" weights its target(s) most
+            **dict(zip(("flies_a_top", "flies_b_top", "flies_n"), tops)),
             **self.grammar_numbers(),
         }
 
@@ -651,4 +672,5 @@ def real_heads_results(model, tokenizer, text_a, text_b):
         source_top_at=claim.source_top_at,
         largest_difference=chapter_difference(model, hidden_states, attention),
         same_sense=rh.place_control(model, tokenizer, claim.layer0),
+        flies_pairs=flies,
     )

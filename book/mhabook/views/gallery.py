@@ -178,7 +178,7 @@ SIDES = {True: "in sentence B", False: "in sentence A"}
 # What the closest layer-0 head shows (`RealHeads.flies_reading`): it fails
 # the weak form (none), passes it but not with B a copy of A (some), or
 # passes both, so place alone draws the picture (all).
-READING = {"none": "does not appear in layer 0"}
+READING = {"none": "does not appear"}
 READING["some"] = READING["most"] = "needs the two senses to differ"
 READING["all"] = "comes from place, not from word sense"
 
@@ -247,8 +247,8 @@ def page_verdicts(study, first, checkpoint):
             "above",
             (int(study.flies.pattern_holds), 0),
             {
-                True: "passes a weak form of it",
-                False: "fails even its weak form",
+                True: "passes only the picture's weak form",
+                False: "fails even the picture's weak form",
             },
         ),
         (
