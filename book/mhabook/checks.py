@@ -11,7 +11,7 @@ error that names the fix, because the layers call these checks:
 - `check_split`, the rule d_k = d / h, with the head counts that fit;
 - `check_head`, a head number that the layer has;
 - `check_attention_mask` and `check_bool_mask`, masks that are bool and fit;
-- `check_targets`, the targets of a hand-built pointer head;
+- `check_targets` and `check_strength`, a hand-built pointer head's;
 - `check_weights`, the keys and shapes of weights copied into a layer;
 - `check_padding` and `check_num_tokens`, the sizes of the masks;
 - `check_qkv`, queries, keys and values whose shapes fit together.
@@ -248,9 +248,15 @@ def check_bool_mask(mask, batch, num_tokens):
 
 
 def check_targets(targets, strength):
-    """Refuse a pointer target that is not a token position (a whole
-    number from 0 to T - 1, or None), or a strength that points nowhere."""
+    """Refuse no targets, a pointer target that is not a token position (a
+    whole number from 0 to T - 1, or None), or a strength that points
+    nowhere (`check_strength`)."""
     num_tokens = len(targets)
+    if not num_tokens:
+        raise ValueError(
+            "targets is empty: give one target per token, such as "
+            "list(range(len(tokens))) for a head where each looks at itself"
+        )
     for target in targets:
         whole = isinstance(target, int) or getattr(target, "ndim", 1) == 0
         if target is not None and not (whole and 0 <= target < num_tokens):
@@ -258,6 +264,11 @@ def check_targets(targets, strength):
                 f"target {target!r} is not a token position; use 0 to "
                 f"{num_tokens - 1} (whole numbers) or None"
             )
+    check_strength(strength)
+
+
+def check_strength(strength):
+    """Refuse a pointer strength that is not a number above 0."""
     if not 0 < strength < float("inf"):
         raise ValueError(
             f"strength is {strength}; keep 0 < strength < inf, so that a "

@@ -129,6 +129,21 @@ def test_a_model_with_fewer_embeddings_than_its_tokenizer_is_refused(
         load_checkpoint(str(tmp_path))
 
 
+def test_a_tokenizer_that_keeps_capitals_over_a_lowercase_vocabulary(
+    tmp_path,
+):
+    from transformers import AutoTokenizer
+
+    from tiny import save_random_bert
+
+    save_random_bert(tmp_path, layers=1, heads=2, hidden=8)
+    cased = AutoTokenizer.from_pretrained(tmp_path, do_lower_case=False)
+    assert cased.tokenize("The") == [cased.unk_token]  # as a reader saw it
+    cased.save_pretrained(tmp_path)
+    with pytest.raises(ValueError, match="keeps capitals.*do_lower_case"):
+        load_checkpoint(str(tmp_path))
+
+
 def test_a_folder_without_a_tokenizer_is_refused_with_the_fix(tmp_path):
     tiny_bert().save_pretrained(tmp_path)
     with pytest.raises(OSError, match="no tokenizer.*save_pretrained"):

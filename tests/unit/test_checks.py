@@ -138,6 +138,13 @@ def test_pointer_targets_are_positions_and_strength_is_positive():
             check_targets(wrong, 4.0)
     with pytest.raises(ValueError, match="keep 0 < strength < inf"):
         check_targets([1, 0], 0.0)
+    with pytest.raises(ValueError, match="targets is empty: give one"):
+        check_targets([], 4.0)
+    from mhabook.checks import check_strength
+
+    assert check_strength(4.0) is None
+    with pytest.raises(ValueError, match="keep 0 < strength < inf"):
+        check_strength(float("inf"))
 
 
 def test_weights_to_copy_must_have_the_keys_and_shapes():

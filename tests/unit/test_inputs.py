@@ -171,6 +171,12 @@ def test_a_data_file_saved_with_a_byte_order_mark_reads_the_same(
     (tmp_path / "set.txt").write_text("a name [SEP] a name\n")
     with pytest.raises(ValueError, match=r"line 1, holds \[SEP\], which"):
         embedding.load_lines("set.txt")  # a marker, not a word
+    (tmp_path / "set.txt").write_text("first\n\ufeff# a second file\nnext\n")
+    assert embedding.load_lines("set.txt") == ["first", "next"]  # joined
+    (tmp_path / "set.txt").write_text("a sentence\tits paraphrase\n")
+    with pytest.raises(ValueError, match="line 1, holds tab-separated col"):
+        embedding.load_lines("set.txt")  # a table's row: use load_table
+    assert embedding.same_text("the Café ") == embedding.same_text("the cafe")
     (tmp_path / "set.txt").write_text("# only a comment\n\n")
     with pytest.raises(ValueError, match="set.txt has no lines but blank"):
         embedding.load_lines("set.txt")

@@ -510,6 +510,24 @@ def test_a_phrase_the_sentence_lacks_or_cannot_mark_is_refused(
         )
 
 
+def test_a_phrase_that_holds_a_second_phrase_is_refused():
+    from transformers import BertTokenizerFast
+
+    from mhabook.experiments.realheads import Row
+    from tiny import WORDS, tiny_bert
+
+    words = [*WORDS, "the", "top", "of", "hill", "old"]
+    tokenizer = BertTokenizerFast(vocab={w: i for i, w in enumerate(words)})
+    row = Row(["the old top of the hill", "the old top of the hill"])
+    row.line = 44
+    model = tiny_bert(vocab_size=len(words))
+    with pytest.raises(ValueError, match="line 44,.*is not a determiner"):
+        jobs.phrase_examples(model, tokenizer, [row], "noun_phrases.tsv")
+    row[1] = "the old top"  # the phrase up to its noun
+    (ex,) = jobs.phrase_examples(model, tokenizer, [row], "noun_phrases.tsv")
+    assert ex["phrases"] == [(1, 3)]
+
+
 def test_a_job_is_found_by_name_or_refused_with_the_names():
     assert jobs.job_rule("previous word") is jobs.previous_word
     with pytest.raises(ValueError, match="noun_phrases.tsv; use one of"):
@@ -573,6 +591,6 @@ def test_the_head_8_account_reads_the_weak_form_then_the_place_control():
         count: decide("how_many", (count, 2), gallery.READING)[1]
         for count in (0, 1, 2)
     }
-    assert words[2] == "comes from place, not from word sense"
+    assert words[2] == "needs no difference in sense"
     assert words[1] == "needs the two senses to differ"
     assert words[0] == "does not appear"

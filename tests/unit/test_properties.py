@@ -15,6 +15,18 @@ def test_a_correct_layer_has_all_six():
     assert len(found) == 6 and all(found.values()), found
 
 
+def test_a_layer_in_training_mode_with_dropout_is_refused():
+    from mhabook.layers import AttentionLayer
+
+    torch.manual_seed(0)
+    dropping = AttentionLayer(AttentionConfig(16, 4, 0.5))  # in training
+    with pytest.raises(ValueError, match="training mode.*layer.eval"):
+        layer_properties(dropping, torch.randn(2, 5, 16))
+    assert all(
+        layer_properties(dropping.eval(), torch.randn(2, 5, 16)).values()
+    )
+
+
 class MixesHeads(torch.nn.Module):
     """A wrong layer: each head's map is the mean of all heads' maps."""
 

@@ -274,7 +274,9 @@ def test_rank_correlation():
 
 
 def test_the_paraphrase_set_has_40_rows_of_three_distinct_sentences():
-    rows = [line.split("\t") for line in load_lines("paraphrases.tsv")]
+    rows = [
+        line.split("\t") for line in load_lines("paraphrases.tsv", table=True)
+    ]
     assert len(rows) == 40
     assert all(len(row) == 3 and len(set(row)) == 3 for row in rows)
     assert len({row[0] for row in rows}) == 40
@@ -659,6 +661,18 @@ def test_more_curves_than_random_orders_are_refused():
             [("a", "b", "c")] * 2,
             n_orders=3,
             n_curves=4,
+        )
+
+
+def test_no_random_orders_are_refused_before_the_curves():
+    with pytest.raises(ValueError, match="n_orders = 0: the ranking is set"):
+        pruning.heads_needed_results(
+            tiny_bert(),
+            tiny_tokenizer(),
+            ["time flies"] * 8,
+            [("a", "b", "c")] * 2,
+            n_orders=0,
+            n_curves=0,
         )
 
 

@@ -1014,6 +1014,42 @@ def test_a_repeated_row_is_refused(tmp_path, monkeypatch):
         load_table("claim1_pairs.tsv")
 
 
+def test_a_header_with_a_name_of_its_own_is_still_a_header(
+    tmp_path, monkeypatch
+):
+    from mhabook.experiments import embedding
+
+    monkeypatch.setattr(realheads, "DATA", tmp_path)
+    monkeypatch.setattr(embedding, "DATA", tmp_path)
+    header = "original sentence\tparaphrase\tpartner\n"  # two of three
+    row = "a cat sat\tthe cat sat down\ta dog ran\n"
+    (tmp_path / "paraphrases.tsv").write_text(header + row)
+    with pytest.raises(ValueError, match="line 1, looks like a header"):
+        load_table("paraphrases.tsv")
+    (tmp_path / "paraphrases.tsv").write_text(row + "a\tparaphrase\tpartner\n")
+    assert len(load_table("paraphrases.tsv")) == 2  # below the rows: a row
+
+
+def test_a_pronoun_that_occurs_twice_is_refused():
+    from transformers import AutoTokenizer
+
+    from mhabook.experiments.checkpoint import bundled_path
+    from tiny import tiny_bert
+
+    tokenizer = AutoTokenizer.from_pretrained(bundled_path())
+
+    row = ["it is late so the cat ran because it was wet", "it", "cat", "so"]
+    with pytest.raises(ValueError, match="'it' occurs 2 times.*write the"):
+        realheads.coreference_examples(
+            tiny_bert(vocab_size=len(tokenizer)), tokenizer, [row], "c.tsv"
+        )
+
+
+def test_testing_results_refuse_no_draws_or_sims():
+    with pytest.raises(ValueError, match="sims = 0: each null and each"):
+        realheads.testing_results(None, None, sims=0)
+
+
 def test_coreference_rows_must_pair_into_twins(tmp_path, monkeypatch):
     monkeypatch.setattr(realheads, "DATA", tmp_path)
     one = "the cup hit the jar because it was hard\tit\tcup\tjar\n"

@@ -267,6 +267,8 @@ def test_the_seeds_are_named_as_a_range_only_when_they_are_one():
 def test_one_digit_is_refused_since_the_matching_answer_needs_no_lookup():
     with pytest.raises(ValueError, match="num_digits = 1.*use 2 or more"):
         TinyConfig(num_digits=1)
+    with pytest.raises(ValueError, match="num_letters = 27: .* use 1 to 26"):
+        TinyConfig(num_letters=27)
 
 
 def test_a_repeated_seed_is_refused_since_its_run_would_count_twice():

@@ -243,6 +243,13 @@ def tokenizer_for(path, display):
             f"beside the weights (tokenizer.save_pretrained(folder)), for "
             f"example {PREFERRED}'s, whose vocabulary BERT checkpoints share."
         )
+    unknown = tokenizer.unk_token
+    if tokenizer.tokenize("The") == [unknown] != tokenizer.tokenize("the"):
+        raise ValueError(
+            f"{display}'s tokenizer keeps capitals but its vocabulary has "
+            f"none, so 'The' reads as {unknown}: set do_lower_case to true "
+            f"in its tokenizer_config.json"
+        )
     return tokenizer
 
 

@@ -7,6 +7,7 @@ keys and values) compare its embeddings with the unchanged model's.
 """
 
 import re
+import unicodedata
 from pathlib import Path
 
 import torch
@@ -20,16 +21,20 @@ SPECIAL = re.compile(r"\[(CLS|SEP|MASK|PAD|UNK)\]", re.IGNORECASE)
 
 
 def same_text(text):
-    """`text` as an uncased tokenizer reads it: lower case, one space
-    between words. Two lines with the same `same_text` are one sentence."""
-    return " ".join(text.casefold().split())
+    """`text` as an uncased tokenizer reads it: lower case, accents
+    dropped, one space between words. Two lines with the same `same_text`
+    are one sentence."""
+    letters = unicodedata.normalize("NFD", text.casefold())
+    letters = "".join(c for c in letters if not unicodedata.combining(c))
+    return " ".join(letters.split())
 
 
-def load_lines(name, repeats=False):
+def load_lines(name, repeats=False, table=False):
     """The non-empty, non-comment lines of book/data/<name> (a byte-order
-    mark, as some editors save one, is dropped); a ValueError if none, or
-    if a line repeats an earlier one (unless `repeats`): it would count
-    twice."""
+    mark, as some editors save one, is dropped, wherever it stands); a
+    ValueError if none, if a line repeats an earlier one (unless
+    `repeats`): it would count twice, or if a line holds a tab (unless
+    `table`): it is a row of a table, not one sentence."""
     path = DATA / name
     if not path.is_file():
         there = ", ".join(
@@ -49,6 +54,7 @@ def load_lines(name, repeats=False):
         ) from None
     kept, seen = [], {}
     for number, line in enumerate(lines, 1):
+        line = line.replace("\ufeff", "")  # a mark where two files joined
         text = line.strip()
         if not text or text[0] == "#":  # indented or not, a comment
             if kept and text:  # a "#" among the rows, not in the header
@@ -56,6 +62,12 @@ def load_lines(name, repeats=False):
                     f"Note: book/data/{name}, line {number}: # line, skipped"
                 )
             continue
+        if "\t" in text and not table:
+            raise ValueError(
+                f"book/data/{name}, line {number}, holds tab-separated "
+                f"columns, and load_lines reads one sentence a line: use "
+                f"load_table for a table"
+            )
         special = SPECIAL.search(text)
         if special:
             raise ValueError(

@@ -313,7 +313,8 @@ def phrase_examples(model, tokenizer, rows=None, set_name=None):
                 f"{sentence!r}: copy the phrase from the sentence, word for "
                 f"word"
             )
-        if n < 3 or words[0] not in DETERMINERS:
+        inner = set(words[1:]) & {*DETERMINERS, "of"}  # a second phrase
+        if n < 3 or words[0] not in DETERMINERS or inner:
             raise ValueError(
                 f"{at} the phrase {phrase!r} is not a determiner, one or "
                 f"more words that describe the noun, then the noun: use a "
@@ -411,7 +412,7 @@ class RealHeads:
         """What the layer-0 head of `flies` shows, held out: 0 when it
         fails the weak form; 1 when it passes it but fails the place
         control (`same_sense`, B a copy of A); 2 when it passes both, so
-        place and sentence alone draw the picture."""
+        the picture needs no difference in sense."""
         holds = self.flies.pattern_holds
         return int(holds) + int(holds and self.same_sense.pattern_holds)
 

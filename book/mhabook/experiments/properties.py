@@ -18,6 +18,12 @@ def layer_properties(layer, x):
             f"{type(layer).__name__}: pass batched_from_loop(loop) for a "
             f"loop layer"
         )
+    dropout = [m for m in layer.modules() if isinstance(m, torch.nn.Dropout)]
+    if layer.training and any(m.p > 0 for m in dropout):
+        raise ValueError(
+            "the layer is in training mode, so dropout changes its weights "
+            "from call to call: call layer.eval() first"
+        )
     B, T, d = x.shape
     if T < 2:
         raise ValueError(

@@ -611,6 +611,11 @@ def heads_needed_results(
             f"layers or more heads per layer, at least 2 of each (set "
             f"MHA_CHECKPOINT to its folder)"
         )
+    if n_orders < 1:
+        raise ValueError(
+            f"n_orders = {n_orders}: the ranking is set beside that many "
+            f"random orders; use 1 or more (19 by default)"
+        )
     if n_curves > n_orders:
         raise ValueError(
             f"n_curves draws that many of the n_orders random orders in "

@@ -360,12 +360,13 @@ def load_table(name):
     each a `Row` that knows its line. Raises a ValueError naming the file,
     the line and the expected columns when a row of a set in `COLUMNS` has
     another number of columns, or an empty column, or repeats a row."""
-    load_lines(name, repeats=True)  # refuses a missing file (rows: below)
+    load_lines(name, repeats=True, table=True)  # a missing file, or none
     columns = COLUMNS.get(name)
     headers = {w.lower() for c in columns or () for w in (c, *c.split())}
     lines = (DATA / name).read_text(encoding="utf-8-sig").splitlines()
     rows = []
     for number, line in enumerate(lines, 1):
+        line = line.replace("\ufeff", "")  # a mark where two files joined
         if not line.strip() or line.strip()[0] == "#":
             continue
         row = Row(line.split("\t"))
@@ -377,7 +378,9 @@ def load_table(name):
                 f"({'; '.join(columns)}): {line!r}. Separate the columns "
                 f"with one tab each, with no tab inside a column"
             )
-        if columns and all(c.strip().lower() in headers for c in row):
+        named = sum(c.strip().lower() in headers for c in row)
+        first = not rows and 2 * named >= len(row)  # above the rows: half
+        if columns and (named == len(row) or first):
             raise ValueError(
                 f"book/data/{name}, line {number}, looks like a header: "
                 f"{line!r}. Start it with # to make it a comment"
@@ -501,6 +504,12 @@ def coreference_examples(model, tokenizer, rows, set_name=None):
     )
     for ex, row in zip(examples, rows):
         where = where_row(set_name, row)
+        if ex["tokens"].count(row[1]) > 1:
+            raise ValueError(
+                f"{where} the pronoun {row[1]!r} occurs "
+                f"{ex['tokens'].count(row[1])} times in {row[0]!r}, and the "
+                f"test reads the first: write the sentence with it once"
+            )
         ex["pronoun"], ex["right"], ex["wrong"] = (
             position(ex, word, 0, where) for word in row[1:]
         )
@@ -1291,6 +1300,12 @@ def testing_results(model, tokenizer, draws=1000, sims=2000, seed=0):
     """`TestingHeads`: the three sets of book/data/ run through `model`,
     and every test the page testing_heads reports. draws: resamples of
     each null; sims: simulated heads for each power."""
+    if min(draws, sims) < 1:
+        raise ValueError(
+            f"draws = {draws} and sims = {sims}: each null and each power "
+            f"needs 1 or more; use the defaults, 1000 and 2000, or fewer "
+            f"for speed (100 and 200)"
+        )
     num_layers = model.config.num_hidden_layers
     if num_layers < 2:
         raise ValueError(

@@ -40,6 +40,11 @@ class TinyConfig:
     num_attention_heads: int = 2
 
     def __post_init__(self):
+        if not 1 <= self.num_letters <= 26:  # the tokens' names: a0 to z9
+            raise ValueError(
+                f"num_letters = {self.num_letters}: tokens are named by the "
+                f"letters a to z; use 1 to 26"
+            )
         if self.num_digits < 2:  # one digit: the answer needs no lookup
             raise ValueError(
                 f"num_digits = {self.num_digits}: with one digit every "
