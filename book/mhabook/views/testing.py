@@ -316,7 +316,10 @@ def page_verdicts(results):
             "p_strict",  # a head at chance passes below the nominal 5%?
             "above",
             (0.05, p.false_alarm),
-            {True: "so the test is strict", False: "as a 95% point should"},
+            {
+                True: "so the test is conservative",
+                False: "as a 95% point should",
+            },
         ),
         (
             "p_beats_null",
