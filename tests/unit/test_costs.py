@@ -210,6 +210,7 @@ def test_results_pair_the_right_columns(record):
         assert record.times[T].shape == (3, 6)
         for ratios, expected in (
             (record.batched_loop, 5 / 4),
+            (record.batched_loop_few, 2 / 1),  # h = 1: nothing to batch
             (record.fused_batched, 6 / 5),
             (record.loop_heads, 4 / 1),
             (record.batched_heads, 5 / 2),

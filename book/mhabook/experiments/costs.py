@@ -254,6 +254,7 @@ class HeadCosts:
     contenders: list  # (name, h) of the columns of times[T]
     times: dict  # T -> (repeats, len(contenders)) seconds
     batched_loop: dict  # T -> PairedRatio, batched / loop
+    batched_loop_few: dict  # the same at h = min(heads): nothing to batch
     fused_batched: dict  # T -> PairedRatio, fused / batched
     loop_heads: dict  # T -> PairedRatio, loop at most / fewest heads
     batched_heads: dict  # T -> PairedRatio, the same for batched
@@ -436,6 +437,7 @@ def head_costs_results(
         contenders=contenders,
         times={T: t[:, : len(contenders)] for T, t in times.items()},
         batched_loop=per_length(("batched", most), ("loop", most)),
+        batched_loop_few=per_length(("batched", few), ("loop", few)),
         fused_batched=per_length(("fused", most), ("batched", most)),
         loop_heads=per_length(("loop", most), ("loop", few)),
         batched_heads=per_length(("batched", most), ("batched", few)),

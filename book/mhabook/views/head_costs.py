@@ -189,6 +189,7 @@ def page_numbers(r):
         "ops_batched_most": r.ops["batched", most],
         "min_run_ms": r.min_run_time * 1e3,
         "ratio_short": ratio_text(r.batched_loop[short]),
+        "ratio_short_few": ratio_text(r.batched_loop_few[short]),
         "ratio_short_of_medians": number(r.batched_loop[short].of_medians),
         "ratio_long": ratio_text(r.batched_loop[long]),
         "fused_ratio_short": ratio_text(r.fused_batched[short]),
