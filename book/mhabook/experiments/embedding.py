@@ -79,8 +79,8 @@ def load_lines(name, repeats=False, table=False):
         if key in seen and not repeats:
             raise ValueError(
                 f"book/data/{name}, line {number}, repeats line "
-                f"{seen[key]} (capitals and spaces aside, as the tokenizer "
-                f"reads them): it would count twice. Delete one"
+                f"{seen[key]} (capitals, accents and spaces aside, as the "
+                f"tokenizer reads them): it would count twice. Delete one"
             )
         seen.setdefault(key, number)
         kept.append(line)

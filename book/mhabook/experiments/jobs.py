@@ -14,6 +14,7 @@ An example is a dict from `realheads.run_examples`: `attention`
 and [SEP]).
 """
 
+import math
 from collections import Counter
 from dataclasses import dataclass
 
@@ -274,6 +275,12 @@ def heads_with_jobs(model, tokenizer, choose_on="even"):
 DETERMINERS = ("a", "an", "the")  # what opens a phrase of noun_phrases.tsv
 
 
+def mean_or_nan(values):
+    """The mean of `values`, or NaN when there are none."""
+    values = list(values)
+    return sum(values) / len(values) if values else float("nan")
+
+
 def phrase_examples(model, tokenizer, rows=None, set_name=None):
     """The sentences of `rows` (default: book/data/noun_phrases.tsv), each
     run alone, with `phrases`: [(first, last)], the token positions of its
@@ -398,9 +405,8 @@ class RealHeads:
         a = b = 0
         held_out = self.flies_pairs[1::2]
         for ex in held_out:
-            rows = ex["attention"][0, self.flies.head][
-                list(ex["flies"])
-            ]  # (2, T)
+            at = list(ex["flies"])  # "flies" in A, in B
+            rows = ex["attention"][0, self.flies.head, at]  # (2, T)
             rows = rows.masked_fill(~rh.is_word(ex), -1.0)  # words only
             top = rows.argmax(-1).tolist()
             a += top[0] == ex["targets"][0]
@@ -478,7 +484,7 @@ class RealHeads:
             self.grammar, self.phrases
         ):
             shares += weights[first + 1 : last, last].tolist()
-        return sum(shares) / len(shares) if shares else float("nan")
+        return mean_or_nan(shares)
 
     @property
     def grammar_before(self):
@@ -487,28 +493,26 @@ class RealHeads:
         on the noun: its next noun too, so a head that sent every word to
         the next noun would give it as much (NaN when no phrase follows a
         word)."""
-        shares = [
+        return mean_or_nan(
             weights[first - 1, last].item()
             for weights, first, last in held_out_phrases(
                 self.grammar, self.phrases
             )
             if first > 1  # position 0 is [CLS]
-        ]
-        return sum(shares) / len(shares) if shares else float("nan")
+        )
 
     @property
     def grammar_after(self):
         """The grammar head's mean share of a determiner's attention on the
         token just past its noun, over the held-out noun phrases: a head
         that only looked a few tokens ahead would give it much."""
-        shares = [
+        return mean_or_nan(
             weights[first, last + 1].item()
             for weights, first, last in held_out_phrases(
                 self.grammar, self.phrases
             )
             if last + 1 < len(weights)  # [SEP] follows, in the book's data
-        ]
-        return sum(shares) / len(shares) if shares else float("nan")
+        )
 
     @property
     def grammar_example(self):
@@ -578,7 +582,8 @@ class RealHeads:
         """{name: value}: the grammar head's numbers, held out: its share,
         and how many determiners weight their noun most."""
         rows, job = self.grammar_rows, self.grammar
-        if self.grammar_before != self.grammar_before:  # NaN: none follows
+        before = self.grammar_before
+        if math.isnan(before):  # no held-out phrase follows a word
             raise ValueError(
                 "no held-out noun phrase of book/data/noun_phrases.tsv "
                 "follows a word: keep some phrases after their verb, as in "
@@ -595,7 +600,7 @@ class RealHeads:
             "grammar_distance": self.grammar_offset[0],
             "grammar_by_place": self.grammar_offset[1],
             "grammar_between": self.grammar_between,
-            "grammar_before": self.grammar_before,
+            "grammar_before": before,
             "grammar_after": self.grammar_after,
             "n_phrases": len(self.phrases),
         }

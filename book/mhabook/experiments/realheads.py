@@ -364,7 +364,7 @@ def load_table(name):
     columns = COLUMNS.get(name)
     headers = {w.lower() for c in columns or () for w in (c, *c.split())}
     lines = (DATA / name).read_text(encoding="utf-8-sig").splitlines()
-    rows = []
+    rows, keys = [], []  # keys: each row's sentences, as `same_text` reads
     for number, line in enumerate(lines, 1):
         line = line.replace("\ufeff", "")  # a mark where two files joined
         if not line.strip() or line.strip()[0] == "#":
@@ -392,8 +392,8 @@ def load_table(name):
                 f"book/data/{name}, line {number}, has an empty column "
                 f"({column}): {line!r}. Write it in, or delete the line"
             )
-        key = [same_text(c) for c in row]  # capitals and spaces aside
-        seen = [r for r in rows if [same_text(c) for c in r] == key]
+        key = [same_text(c) for c in row]  # capitals, accents, spaces aside
+        seen = [r for r, k in zip(rows, keys) if k == key]
         if seen:
             raise ValueError(
                 f"book/data/{name}, line {number}, repeats line "
@@ -408,9 +408,8 @@ def load_table(name):
             )
         twice = [
             r
-            for r in rows
-            for c in key
-            if name in SINGLE and c in map(same_text, r)
+            for r, k in zip(rows, keys)
+            if name in SINGLE and set(k) & set(key)
         ]
         if twice:
             raise ValueError(
@@ -420,6 +419,7 @@ def load_table(name):
                 f"another sentence"
             )
         rows.append(row)
+        keys.append(key)
     return rows
 
 
