@@ -129,6 +129,32 @@ def test_a_model_with_fewer_embeddings_than_its_tokenizer_is_refused(
         load_checkpoint(str(tmp_path))
 
 
+def test_a_config_with_more_layers_than_its_weights_is_refused(tmp_path):
+    import json
+
+    from tiny import save_random_bert
+
+    save_random_bert(tmp_path, layers=1, heads=2, hidden=8)
+    config = json.loads((tmp_path / "config.json").read_text())
+    config["num_hidden_layers"] = 2  # a reader's edit: weights for one
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    with pytest.raises(ValueError, match="encoder.layer.1.*set config.json"):
+        load_checkpoint(str(tmp_path))
+
+
+def test_a_config_whose_sizes_the_weights_do_not_have_is_refused(tmp_path):
+    import json
+
+    from tiny import save_random_bert
+
+    save_random_bert(tmp_path, layers=1, heads=2, hidden=8)
+    config = json.loads((tmp_path / "config.json").read_text())
+    config["intermediate_size"] += 4  # wider than the saved weights
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    with pytest.raises(ValueError, match="sizes its config.json gives"):
+        load_checkpoint(str(tmp_path))
+
+
 def test_a_tokenizer_that_keeps_capitals_over_a_lowercase_vocabulary(
     tmp_path,
 ):

@@ -183,11 +183,14 @@ def test_the_figure_and_table_show_each_job():
     # above both baselines, but short of the bar: the job done in part
     part = dataclasses.replace(found[0], held_out=0.3, low=0.25, median=0.03)
     assert part.beats_baselines and not part.does_job
-    assert "| 1, 2 | weakly | 0.30 |" in gallery.table([part]).data
-    # a score over the bar whose interval reaches below it: nearly
+    assert "| 1, 2 | partly | 0.30 |" in gallery.table([part]).data
+    # a score over the bar whose interval reaches below it: still in part
     near = dataclasses.replace(part, held_out=part.bar + 0.01)
     assert near.beats_baselines and not near.does_job
-    assert "| 1, 2 | nearly |" in gallery.table([near]).data
+    assert "| 1, 2 | partly |" in gallery.table([near]).data
+    # under a baseline: not done
+    none = dataclasses.replace(part, low=0.02)
+    assert "| 1, 2 | no |" in gallery.table([none]).data
     detail = gallery.table(found, detail=True).data.splitlines()
     assert detail[2] == "| previous word | 1.000 | 1.000–1.000 | 0.56 |"
     assert detail[3].endswith("| 0.56 |")

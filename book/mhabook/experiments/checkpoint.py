@@ -273,7 +273,9 @@ def load_checkpoint(name=None):
     check_is_bert(path, display, given=name is not None)
     tokenizer = tokenizer_for(path, display)
     try:
-        model = AutoModel.from_pretrained(path, attn_implementation="eager")
+        model, loading = AutoModel.from_pretrained(
+            path, attn_implementation="eager", output_loading_info=True
+        )
     except OSError as error:
         if not os.path.isdir(path):
             raise
@@ -282,6 +284,23 @@ def load_checkpoint(name=None):
             f"load: save them beside it with model.save_pretrained(folder) "
             f"({error})"
         ) from error
+    except RuntimeError as error:  # a size in config.json the weights lack
+        if "mismatched" not in str(error):
+            raise
+        raise ValueError(
+            f"{display}: weights of the sizes its config.json gives are not "
+            f"in its folder (transformers' report above names them): set "
+            f"config.json back to the sizes the weights were saved with"
+        ) from error
+    # BERT's pooler is never read here: a masked-LM checkpoint lacks it
+    missing = [k for k in loading["missing_keys"] if "pooler" not in k]
+    if missing:
+        raise ValueError(
+            f"{display}'s config.json asks for weights its folder lacks, "
+            f"such as {missing[0]} ({len(missing)} in all), which would be "
+            f"random: set config.json back to the sizes the weights were "
+            f"saved with (num_hidden_layers among them)"
+        )
     if model.dtype != torch.float32:  # the pages compute in float32
         print(f"Note: {display} is stored as {model.dtype}; read as float32")
         model = model.float()

@@ -24,13 +24,16 @@ def _grid(n, columns, top, per_row):
     )
 
 
-def figure(attention, tokens, jobs, targets, columns=2, per_row=2.0):
+def figure(
+    attention, tokens, jobs, targets, columns=2, per_row=2.0, model=None
+):
     """Small multiples: for each job, its best head's attention map on one
     input, with the job's targets marked by dots. Returns the Figure.
 
     attention: (L, h, T, T) weights of that input; tokens: its T tokens;
     jobs: `Job`s (name, layer, head); targets: one (T, T) bool per job;
-    `columns` maps a row, each row `per_row` inches tall.
+    `columns` maps a row, each row `per_row` inches tall; `model`, if
+    given, the name of the model the weights come from, as a title.
     """
     T = len(tokens)
     if tuple(attention.shape[-2:]) != (T, T):
@@ -43,7 +46,9 @@ def figure(attention, tokens, jobs, targets, columns=2, per_row=2.0):
             f"{len(jobs)} jobs but {len(targets)} target maps: give one "
             f"(T, T) map per job"
         )
-    fig, axes = _grid(len(jobs), columns, 0.35, per_row)
+    fig, axes = _grid(len(jobs), columns, 0.35 + 0.3 * bool(model), per_row)
+    if model:
+        fig.suptitle(f"in {model}", fontsize=9)
     for ax, job, mark in zip(axes.flat, jobs, targets):
         weights = attention[job.layer, job.head].detach().cpu().numpy()
         ax.imshow(weights, vmin=0, vmax=1, cmap="Greys")
@@ -70,36 +75,31 @@ def figure(attention, tokens, jobs, targets, columns=2, per_row=2.0):
     return fig
 
 
-def grammar_figure(study):
+def grammar_figure(study, model=None):
     """`figure` of the grammar head (`study.grammar`, a `RealHeads`) on
     `study.grammar_example`, a held-out sentence, its noun marked."""
     ex = study.grammar_example
     marks = [determiner_noun(ex)]
     attention, tokens = ex["attention"], ex["tokens"]
-    return figure(attention, tokens, [study.grammar], marks, 1, 3.6)
+    return figure(attention, tokens, [study.grammar], marks, 1, 3.6, model)
 
 
 def verdict(job):
-    """'yes', 'nearly', 'weakly' or 'no': whether a `Job`'s best head does
-    it, held out. 'nearly': its score clears `Job.bar`, the low end of its
-    interval does not; 'weakly': it beats both baselines only."""
+    """'yes', 'partly' or 'no': whether a `Job`'s best head does it, held
+    out. 'yes': the low end of its interval clears `Job.bar`; 'partly': it
+    beats both baselines but not the bar."""
     if job.does_job:
         return "yes"
-    if not job.beats_baselines:
-        return "no"
-    return "nearly" if job.held_out >= job.bar else "weakly"
+    return "partly" if job.beats_baselines else "no"
 
 
 # `verdict` as a verb phrase: "it ... the job".
-DOES = {"yes": "does", "nearly": "nearly does", "weakly": "weakly does"}
-DOES["no"] = "does not do"
+DOES = {"yes": "does", "partly": "partly does", "no": "does not do"}
 
 
 def table(jobs, detail=False):
     """The gallery as a Markdown table, one row per job: whether the best
-    head does the job (the low end of its interval over `Job.bar`; "nearly"
-    when the score is over it but the low end is not; "weakly" when it is
-    over both baselines only), then
+    head does the job (`verdict`), then
     its held-out score beside the two baselines. detail=True gives the score's
     95% interval and the job's bar instead of the baselines."""
     header = ["job", "best head (layer, head)", "does the job?"]
