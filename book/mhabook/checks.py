@@ -22,6 +22,7 @@ timing measures the layers' arithmetic alone (`costs.time_interleaved`).
 
 import contextlib
 import functools
+import re
 
 import torch
 
@@ -175,6 +176,61 @@ class _InputCheck:
         check_input(hidden_state, self.embed_dim, dtype)
 
 
+@skippable
+def check_output(name, hidden_state, output, num_heads):
+    """Refuse what a layer's forward returned unless it is the input's
+    shape (B, T, d), with weights (B, h, T, T) if it returns any."""
+    out, weights = output if isinstance(output, tuple) else (output, None)
+    B, T, d = hidden_state.shape
+    if not torch.is_tensor(out) or tuple(out.shape) != (B, T, d):
+        raise ValueError(
+            f"{name} returned {tuple(getattr(out, 'shape', ()))}, not the "
+            f"input's (B, T, d) = {(B, T, d)}: check how the forward joins "
+            f"the heads (transpose(1, 2), then reshape to (B, T, d))"
+        )
+    expected = (B, num_heads, T, T)
+    if torch.is_tensor(weights) and tuple(weights.shape) != expected:
+        raise ValueError(
+            f"{name} returned weights of shape {tuple(weights.shape)}, not "
+            f"(B, h, T, T) = {expected}: check that the forward puts the "
+            f"heads on axis 1 (stack(..., dim=1), or a permute to "
+            f"(B, h, T, d_k))"
+        )
+
+
+class _OutputCheck:
+    """A forward hook: `check_output` on what the layer returned."""
+
+    def __init__(self, num_heads):
+        self.num_heads = num_heads
+
+    def __call__(self, module, args, kwargs, output):
+        hidden_state = args[0] if args else kwargs.get("hidden_state")
+        name = type(module).__name__
+        check_output(name, hidden_state, output, self.num_heads)
+
+
+def _explained(forward, name):
+    """`forward`, whose errors inside PyTorch also say where to look: after
+    the input checks, such an error comes from the forward's own code."""
+
+    @functools.wraps(forward)
+    def run(self, *args, **kwargs):
+        try:
+            return forward(self, *args, **kwargs)
+        except (RuntimeError, IndexError) as error:
+            if not re.search(r"size|shape|dim|index", str(error)):
+                raise  # not a slip of shapes
+            raise ValueError(
+                f"{name}.forward stopped inside PyTorch ({error}). The input "
+                f"was (B, T, d), so check the forward's code: compare each "
+                f"step's shape with the comment beside it, (B, h, T, d_k) "
+                f"for each head's Q, K, V and (B, h, T, T) for the scores"
+            ) from error
+
+    return run
+
+
 def takes_config(layer_class):
     """Class decorator for a layer whose `__init__(self, config)` reads
     `config.hidden_size` and `config.num_attention_heads`.
@@ -183,19 +239,23 @@ def takes_config(layer_class):
     dict, sizes that are not whole numbers) is a TypeError that shows the
     call to make, and a width that does not split into the heads is a
     ValueError that names head counts that fit. Each layer built then
-    refuses an input that is not (B, T, d) (a forward pre-hook).
+    refuses an input that is not (B, T, d) (a forward pre-hook) and an
+    output that is not (B, T, d) with (B, h, T, T) weights (a forward
+    hook); an error inside its forward says to check the forward's code.
     """
     init = layer_class.__init__
 
     @functools.wraps(init)
     def __init__(self, *args, **kwargs):
-        embed_dim, _ = config_sizes(layer_class.__name__, args, kwargs)
+        embed_dim, num_heads = config_sizes(layer_class.__name__, args, kwargs)
         init(self, *args, **kwargs)
         self.register_forward_pre_hook(
             _InputCheck(embed_dim), with_kwargs=True
         )
+        self.register_forward_hook(_OutputCheck(num_heads), with_kwargs=True)
 
     layer_class.__init__ = __init__
+    layer_class.forward = _explained(layer_class.forward, layer_class.__name__)
     return layer_class
 
 

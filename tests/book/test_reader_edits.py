@@ -395,6 +395,34 @@ EDITS = [
     # many_heads: the sentence and its two words, the config, the layer
     Edit(
         "many_heads",
+        "the heads' weights stacked on the batch axis",
+        (
+            change(
+                "class MultiHeadAttention(nn.Module):",
+                "for _, w in results], dim=1)",
+                "for _, w in results], dim=0)",
+            ),
+        ),
+        until="small = MultiHeadAttention(BertConfig(",  # its first call
+        refuses=r"heads on axis 1 \(stack\(\.\.\., dim=1\)",
+        at="small = MultiHeadAttention(BertConfig(",
+    ),
+    Edit(
+        "all_heads",
+        "the keys transposed on the wrong axes",
+        (
+            change(
+                "def batched_attention(",
+                "K.transpose(-2, -1) / Q.shape",
+                "K.transpose(1, 2) / Q.shape",
+            ),
+        ),
+        until="batched = batched_from_loop(loop)  # the loop's",
+        refuses="check the forward's code",
+        at="batched = batched_from_loop(loop)  # the loop's",
+    ),
+    Edit(
+        "many_heads",
         "a strength of zero for the one-head split",
         (change("strength = 4.0  # as the pointer heads", "4.0", "0.0"),),
         refuses="keep 0 < strength",
@@ -880,9 +908,9 @@ EDITS = [
                 "qkv.permute(2, 0, 1, 3, 4)",
             ),
         ),
-        until="tight = dict(",
-        refuses=r"how qkv is split into heads \(view, permute\)",
-        at="tight = dict(",
+        until="batched = batched_from_loop(loop)  # the loop's",
+        refuses=r"heads on axis 1 .*permute to \(B, h, T, d_k\)",
+        at="batched = batched_from_loop(loop)  # the loop's",
     ),
     Edit(
         "all_heads",

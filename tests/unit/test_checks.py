@@ -106,6 +106,48 @@ def test_an_input_of_another_dtype_than_the_weights_names_the_cast():
     assert layer.double()(torch.randn(1, 3, 8).double()).dtype == torch.float64
 
 
+@takes_config
+class Slipped(nn.Module):
+    """A layer with a reader's slip in its forward, chosen by `slip`."""
+
+    def __init__(self, config):
+        super().__init__()
+        self.h = config.num_attention_heads
+        self.slip = None
+
+    def forward(self, hidden_state):
+        B, T, d = hidden_state.shape
+        weights = torch.full((B, self.h, T, T), 1 / T)
+        out = (weights @ hidden_state[:, None]).mean(1)  # (B, T, d)
+        if self.slip == "stack on dim 0":  # (h, B, T, T)
+            weights = weights.transpose(0, 1)
+        if self.slip == "transpose(1, 2)":  # fails inside PyTorch
+            weights @ hidden_state.transpose(1, 2)
+        if self.slip == "no reshape":  # (B, h, T, d_k) out
+            out = hidden_state.view(B, T, self.h, -1).transpose(1, 2)
+        return out, weights
+
+
+@pytest.mark.parametrize(
+    "slip, error, fix",
+    [
+        ("stack on dim 0", ValueError, r"\(3, 2, 4, 4\), not .*axis 1"),
+        ("transpose(1, 2)", ValueError, "check the forward's code"),
+        ("no reshape", ValueError, r"not the input's \(B, T, d\)"),
+    ],
+)
+def test_a_slip_in_a_layers_forward_is_named_where_it_happens(
+    slip, error, fix
+):
+    layer = Slipped(config(12, 3 if slip == "stack on dim 0" else 2))
+    x = torch.randn(2, 4, 12)
+    out, weights = layer(x)  # no slip: it works
+    assert out.shape == x.shape and weights.shape[:2] == (2, layer.h)
+    layer.slip = slip
+    with pytest.raises(error, match=fix):
+        layer(x)
+
+
 def test_split_names_the_nearest_head_counts():
     assert check_split(768, 12) is None
     with pytest.raises(ValueError, match="such as 4 or 6"):
