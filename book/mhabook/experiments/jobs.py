@@ -428,6 +428,12 @@ class RealHeads:
         return [*self.jobs, self.grammar]
 
     @property
+    def maps(self):
+        """`gallery.figure`'s first four arguments for the input the page
+        reads: its attention, tokens, `jobs` and their target maps."""
+        return self.attention, self.tokens, self.jobs, self.targets
+
+    @property
     def word_jobs(self):
         """The jobs whose targets are words: all but `PARKING`."""
         return [job for job in self.gallery_jobs if job.name not in PARKING]

@@ -176,11 +176,11 @@ def source_answers(study):
 
 SIDES = {True: "in sentence B", False: "in sentence A"}
 # What the closest layer-0 head shows (`RealHeads.flies_reading`): it fails
-# the weak form (none), passes it but not with B a copy of A (some), or
-# passes both, so the picture needs no difference in sense (all).
+# the milder (weak) form (none), passes it but not with B a copy of A
+# (some), or passes both, so place alone draws the picture (all).
 READING = {"none": "does not appear"}
 READING["some"] = READING["most"] = "needs the two senses to differ"
-READING["all"] = "needs no difference in sense"
+READING["all"] = "comes from place, not sense"
 
 
 # Whether the grammar head's held-out interval clears both baselines.
@@ -247,15 +247,15 @@ def page_verdicts(study, first, checkpoint):
             "above",
             (int(study.flies.pattern_holds), 0),
             {
-                True: "passes only the picture's weak form",
-                False: "fails even the picture's weak form",
+                True: "draws only a milder picture",
+                False: "fails even a milder picture",
             },
         ),
         (
             "copies_pass",  # the place control: B a copy of A
             "above",
             (int(study.same_sense.pattern_holds), 0),
-            {True: "still passes it", False: "fails it"},
+            {True: "still draws it", False: "no longer draws it"},
         ),
         ("flies_reading", "how_many", (study.flies_reading, 2), READING),
     ]
