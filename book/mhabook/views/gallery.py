@@ -192,7 +192,7 @@ GRAMMAR_SEEN[False] = "favours no word clearly"
 # word just before the determiner) weight the noun as much as the grammar
 # head's determiners do: above the low end of its held-out interval.
 RIVAL = {True: "Other words look at it as much"}
-RIVAL[False] = "Other words look at it less"
+RIVAL[False] = "The determiner looks at it most"
 # Whether the token just past the noun gets at least half the noun's share
 # of the determiner's attention: a head that looked a few tokens ahead would.
 AFTER = {True: "The head may just look ahead"}
