@@ -126,7 +126,7 @@ def page_numbers(result):
         "top_layer": top,
         "top_drop": 1000 * r.layer_drop[top].item(),
         "runner_up": runner_up,
-        "top_ratio": (r.layer_drop[top] / r.layer_drop[runner_up]).item(),
+        "runner_drop": 1000 * r.layer_drop[runner_up].item(),
         "median_drop": 1000 * r.importance.median().item(),
         "n_choose": r.n_choose,
         "split_half": r.split_half,
