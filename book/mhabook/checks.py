@@ -218,9 +218,11 @@ def _explained(forward, name):
     def run(self, *args, **kwargs):
         try:
             return forward(self, *args, **kwargs)
-        except (RuntimeError, IndexError) as error:
-            if not re.search(r"size|shape|dim|index", str(error)):
-                raise  # not a slip of shapes
+        except (RuntimeError, IndexError, ValueError) as error:
+            value = isinstance(error, ValueError)  # only unpacking's
+            slip = "unpack" if value else "size|shape|dim|index"
+            if not re.search(slip, str(error)):
+                raise  # not a slip of shapes (nor one of the chapter's own)
             raise ValueError(
                 f"{name}.forward stopped inside PyTorch ({error}). The input "
                 f"was (B, T, d), so check the forward's code: compare each "
@@ -229,6 +231,13 @@ def _explained(forward, name):
             ) from error
 
     return run
+
+
+def explains_slips(layer_class):
+    """Class decorator: a shape error inside the layer's forward says to
+    check the forward's code (`takes_config` does this too)."""
+    layer_class.forward = _explained(layer_class.forward, layer_class.__name__)
+    return layer_class
 
 
 def takes_config(layer_class):
@@ -342,6 +351,11 @@ def check_weights(target, weights):
     if weights.keys() != target.keys():
         missing = sorted(target.keys() - weights.keys())
         unexpected = sorted(weights.keys() - target.keys())
+        if unexpected and all(k.endswith(".bias") for k in unexpected):
+            raise ValueError(
+                f"the layer has no {unexpected[0]}, which the weights hold: "
+                f"check that its nn.Linear keeps its bias (no bias=False)"
+            )
         fix = "use weights of this kind of layer"
         if any(k.startswith("heads.") for k in unexpected):
             fix = "a loop layer's: use batched_from_loop"

@@ -25,6 +25,12 @@ def check_heads(heads, num_heads):
             f"heads {heads!r}: pass a list of head numbers, such as "
             f"[{heads!r}]"
         )
+    pairs = [head for head in heads if isinstance(head, (tuple, list))]
+    if pairs:
+        raise ValueError(
+            f"heads holds {pairs[0]!r}, a (layer, head) pair: this takes one "
+            f"layer's head numbers; group the pairs with group_by_layer"
+        )
     if not all(0 <= int(head) < num_heads for head in heads):
         raise ValueError(
             f"heads {list(heads)}: a layer of this model has heads "

@@ -408,6 +408,20 @@ EDITS = [
         at="small = MultiHeadAttention(BertConfig(",
     ),
     Edit(
+        "sharing_kv",
+        "a query head's keys and values where a group's belong",
+        (
+            change(
+                "class GroupedQueryAttention(nn.Module):",
+                "nn.Linear(d, 2 * g * d_k, bias=bias)",
+                "nn.Linear(d, 2 * h * d_k, bias=bias)",
+            ),
+        ),
+        until="steps = [layer(x[:, t : t + 1], cache=cache)[0]",
+        refuses="check the forward's code",
+        at="steps = [layer(x[:, t : t + 1], cache=cache)[0]",
+    ),
+    Edit(
         "all_heads",
         "the keys transposed on the wrong axes",
         (

@@ -155,6 +155,19 @@ def test_a_config_whose_sizes_the_weights_do_not_have_is_refused(tmp_path):
         load_checkpoint(str(tmp_path))
 
 
+def test_a_config_that_builds_no_model_names_its_config(tmp_path):
+    import json
+
+    from tiny import save_random_bert
+
+    save_random_bert(tmp_path, layers=1, heads=2, hidden=8)
+    config = json.loads((tmp_path / "config.json").read_text())
+    config["num_attention_heads"] = 3  # 8 does not split into 3
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    with pytest.raises(ValueError, match="its config.json cannot build"):
+        load_checkpoint(str(tmp_path))
+
+
 def test_a_tokenizer_that_keeps_capitals_over_a_lowercase_vocabulary(
     tmp_path,
 ):

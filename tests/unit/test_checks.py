@@ -199,6 +199,8 @@ def test_weights_to_copy_must_have_the_keys_and_shapes():
         ValueError, match=r"missing \['b'\], unexpected \['c'\]"
     ):
         check_weights(target, {"a": torch.ones(2, 3), "c": torch.ones(3)})
+    with pytest.raises(ValueError, match=r"no q.bias, .*keeps its bias"):
+        check_weights({"a": target["a"]}, {"a": target["a"], "q.bias": 1})
     with pytest.raises(ValueError, match=r"a: shape \(3, 2\) does not fit"):
         check_weights(target, {"a": torch.ones(3, 2), "b": torch.ones(3)})
 

@@ -177,6 +177,8 @@ def test_a_data_file_saved_with_a_byte_order_mark_reads_the_same(
     with pytest.raises(ValueError, match="line 1, holds tab-separated col"):
         embedding.load_lines("set.txt")  # a table's row: use load_table
     assert embedding.same_text("the Café ") == embedding.same_text("the cafe")
+    # a zero-width space, as pasted from the web: the tokenizer drops it
+    assert embedding.same_text("my ph\u200bone") == "my phone"
     (tmp_path / "set.txt").write_text("# only a comment\n\n")
     with pytest.raises(ValueError, match="set.txt has no lines but blank"):
         embedding.load_lines("set.txt")

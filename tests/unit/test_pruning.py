@@ -111,6 +111,8 @@ def test_the_checks_live_in_mhabook_and_the_layers_call_them():
         ValueError, match=r"pass a list of head numbers, such as \[2\]"
     ):
         deeper_checks.check_heads(2, 4)  # one number, not a list
+    with pytest.raises(ValueError, match=r"\(0, 3\), a \(layer, head\) pair"):
+        deeper_checks.check_heads([(0, 3)], 4)  # every pair, not a layer's
     model = tiny_bert(num_hidden_layers=2)
     with pytest.raises(ValueError, match=r"does not exist.*layers 0-1"):
         with heads_removed(model, [(2, 0)]):

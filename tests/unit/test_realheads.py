@@ -973,7 +973,7 @@ def test_a_word_missing_from_a_set_names_its_line(
     (tmp_path / "coreference.tsv").write_text(
         "# sentence, pronoun, right, wrong\n"
         + good
-        + "time flies fruit\tflies\tfruit\tarrow\n"  # no "arrow" in it
+        + "fruit flies time\tflies\tfruit\tarrow\n"  # no "arrow" in it
     )
     rows = load_table("coreference.tsv")
     with pytest.raises(
@@ -1012,6 +1012,20 @@ def test_a_repeated_row_is_refused(tmp_path, monkeypatch):
     (tmp_path / "claim1_pairs.tsv").write_text("# pairs\n" + row + capital)
     with pytest.raises(ValueError, match="line 3, repeats a sentence of li"):
         load_table("claim1_pairs.tsv")
+
+
+def test_stray_spaces_are_dropped_and_a_twin_must_differ(
+    tmp_path, monkeypatch
+):
+    monkeypatch.setattr(realheads, "DATA", tmp_path)
+    row = "time flies like an arrow \tfruit flies like a banana\n"
+    (tmp_path / "claim1_pairs.tsv").write_text(row)  # a spreadsheet's space
+    assert load_table("claim1_pairs.tsv")[0][0] == "time flies like an arrow"
+    twin = "the dog chased the cat because it was hungry\tit\tdog\tcat\n"
+    flipped = "the dog chased the cat because it was hungry\tit\tcat\tdog\n"
+    (tmp_path / "coreference.tsv").write_text(twin + flipped)
+    with pytest.raises(ValueError, match="line 2, repeats the sentence of"):
+        load_table("coreference.tsv")
 
 
 def test_a_header_with_a_name_of_its_own_is_still_a_header(

@@ -284,6 +284,12 @@ def load_checkpoint(name=None):
             f"load: save them beside it with model.save_pretrained(folder) "
             f"({error})"
         ) from error
+    except ValueError as error:  # a config.json that builds no model
+        raise ValueError(
+            f"{display} ({path}): its config.json cannot build a BERT "
+            f"({error}). Set config.json back to the sizes the model was "
+            f"saved with"
+        ) from error
     except RuntimeError as error:  # a size in config.json the weights lack
         if "mismatched" not in str(error):
             raise

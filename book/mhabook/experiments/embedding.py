@@ -21,11 +21,15 @@ SPECIAL = re.compile(r"\[(CLS|SEP|MASK|PAD|UNK)\]", re.IGNORECASE)
 
 
 def same_text(text):
-    """`text` as an uncased tokenizer reads it: lower case, accents
-    dropped, one space between words. Two lines with the same `same_text`
-    are one sentence."""
+    """`text` as an uncased tokenizer reads it: lower case, accents and
+    format characters (a zero-width space) dropped, one space between
+    words. Two lines with the same `same_text` are one sentence."""
     letters = unicodedata.normalize("NFD", text.casefold())
-    letters = "".join(c for c in letters if not unicodedata.combining(c))
+    letters = "".join(  # accents and invisible format characters dropped
+        c
+        for c in letters
+        if not unicodedata.combining(c) and unicodedata.category(c) != "Cf"
+    )
     return " ".join(letters.split())
 
 

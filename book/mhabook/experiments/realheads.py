@@ -341,6 +341,9 @@ SINGLE = ("claim1_pairs.tsv",)
 # Sets whose rows hold a sentence once: a partner equal to the paraphrase
 # would be a row no model can get right.
 DISTINCT = (*SINGLE, "paraphrases.tsv")
+# Sets of twins: each sentence differs from its twin in a word or two, so a
+# sentence written twice (its labels flipped) is no twin.
+TWINS = ("coreference.tsv",)
 
 
 class Row(list):
@@ -369,7 +372,7 @@ def load_table(name):
         line = line.replace("\ufeff", "")  # a mark where two files joined
         if not line.strip() or line.strip()[0] == "#":
             continue
-        row = Row(line.split("\t"))
+        row = Row(cell.strip() for cell in line.split("\t"))  # stray spaces
         row.line = number
         if columns and len(row) != len(columns):
             raise ValueError(
@@ -405,6 +408,13 @@ def load_table(name):
                 f"book/data/{name}, line {number}, holds one sentence twice: "
                 f"{line!r}. Each column needs a sentence of its own; write "
                 f"another"
+            )
+        again = [r for r, k in zip(rows, keys) if k[0] == key[0]]
+        if name in TWINS and again:
+            raise ValueError(
+                f"book/data/{name}, line {number}, repeats the sentence of "
+                f"line {again[0].line}: a twin differs from its partner in a "
+                f"word or two, which flips the answer. Change a word"
             )
         twice = [
             r

@@ -7,7 +7,7 @@ then run `make lib`.
 import torch
 from torch import nn
 
-from mhabook.checks import check_input  # (B, T, d), else names the fix
+from mhabook.checks import check_input, explains_slips  # errors with a fix
 from mhabook.deeper_checks import (  # h and g, h // g, a cache that fits
     GroupedAttentionConfig,
     check_fits,
@@ -19,6 +19,7 @@ from .many_heads import head_dim_for
 from .one_head import scaled_dot_product_attention
 
 
+@explains_slips  # a shape error in forward says where to look
 class GroupedQueryAttention(nn.Module):
     """h query heads in g groups; each group shares one key/value head."""
 
