@@ -33,7 +33,7 @@ def hand_check(attention):
     x = torch.arange(12.0).view(1, 3, 4) / 10
     weights = attention(x, x, x)[1]  # (1, 3, 3)
     rows = weights.sum(-1).allclose(torch.ones(1, 3))  # over the keys
-    note_unless(rows, "weights' rows must sum to 1: dim=-1")
+    note_unless(rows, "rows must sum to 1: softmax(scores, dim=-1)")
     by_hand = (x @ x.mT / 2).softmax(-1)
     note_unless(not rows or weights.allclose(by_hand), "no 1/sqrt(d_k) here")
 
