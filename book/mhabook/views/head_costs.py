@@ -211,8 +211,8 @@ THAN = {  # a paired ratio of times against 1 +- MATTERS, as printed
     "less": "faster than",
     "more": "slower than",
     "same": f"within {MATTERS:.0%} of",
-    "near_less": f"at most {MATTERS:.0%} slower than",
-    "near_more": f"at most {MATTERS:.0%} faster than",
+    "near_less": "faster than, or close to,",  # close: within MATTERS
+    "near_more": "slower than, or close to,",
     "wide": "too close to tell from",
 }
 GAP = {  # the loop's time minus the batched layer's, against 0
