@@ -264,8 +264,7 @@ def takes_config(layer_class):
         self.register_forward_hook(_OutputCheck(num_heads), with_kwargs=True)
 
     layer_class.__init__ = __init__
-    layer_class.forward = _explained(layer_class.forward, layer_class.__name__)
-    return layer_class
+    return explains_slips(layer_class)
 
 
 def _mask_kind(mask):

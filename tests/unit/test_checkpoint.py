@@ -129,42 +129,27 @@ def test_a_model_with_fewer_embeddings_than_its_tokenizer_is_refused(
         load_checkpoint(str(tmp_path))
 
 
-def test_a_config_with_more_layers_than_its_weights_is_refused(tmp_path):
+@pytest.mark.parametrize(
+    "key, value, message",
+    [  # a reader's edit of config.json beside weights saved for 1 layer
+        ("num_hidden_layers", 2, "encoder.layer.1.*set config.json"),
+        ("intermediate_size", 40, "sizes its config.json gives"),
+        ("num_attention_heads", 3, "its config.json cannot build"),  # 8 / 3
+    ],
+)
+def test_a_config_the_weights_do_not_fit_names_config_json(
+    tmp_path, key, value, message
+):
     import json
 
     from tiny import save_random_bert
 
     save_random_bert(tmp_path, layers=1, heads=2, hidden=8)
     config = json.loads((tmp_path / "config.json").read_text())
-    config["num_hidden_layers"] = 2  # a reader's edit: weights for one
+    assert config[key] != value  # the edit changes the config
+    config[key] = value
     (tmp_path / "config.json").write_text(json.dumps(config))
-    with pytest.raises(ValueError, match="encoder.layer.1.*set config.json"):
-        load_checkpoint(str(tmp_path))
-
-
-def test_a_config_whose_sizes_the_weights_do_not_have_is_refused(tmp_path):
-    import json
-
-    from tiny import save_random_bert
-
-    save_random_bert(tmp_path, layers=1, heads=2, hidden=8)
-    config = json.loads((tmp_path / "config.json").read_text())
-    config["intermediate_size"] += 4  # wider than the saved weights
-    (tmp_path / "config.json").write_text(json.dumps(config))
-    with pytest.raises(ValueError, match="sizes its config.json gives"):
-        load_checkpoint(str(tmp_path))
-
-
-def test_a_config_that_builds_no_model_names_its_config(tmp_path):
-    import json
-
-    from tiny import save_random_bert
-
-    save_random_bert(tmp_path, layers=1, heads=2, hidden=8)
-    config = json.loads((tmp_path / "config.json").read_text())
-    config["num_attention_heads"] = 3  # 8 does not split into 3
-    (tmp_path / "config.json").write_text(json.dumps(config))
-    with pytest.raises(ValueError, match="its config.json cannot build"):
+    with pytest.raises(ValueError, match=message):
         load_checkpoint(str(tmp_path))
 
 
