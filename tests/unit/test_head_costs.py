@@ -172,7 +172,7 @@ def test_page_verdicts_judge_ratios_as_printed_and_differences_by_sign():
         "products_short": "slower than",
         "softmax_most": "slower than",
         "fused_short": "within 10% of",  # 1.06 to 1.08
-        "fused_long": "faster than, or close to,",  # 0.78 to 1.00
+        "fused_long": "not clearly faster or slower than",  # 0.78 to 1.00
         "gap_short": "the loop took longer",
         "rest_sign": "negative",
         "dispatch_rest": "dispatch is larger than the unexplained rest",
@@ -184,6 +184,8 @@ def test_each_timing_phrase_points_the_way_its_ratio_does():
     # below the margin may say slower, nor the reverse (blind read 84)
     than = head_costs.THAN
     assert "faster" in than["less"] and "slower" not in than["less"]
-    assert "faster" in than["near_less"] and "slower" not in than["near_less"]
     assert "slower" in than["more"] and "faster" not in than["more"]
-    assert "slower" in than["near_more"] and "faster" not in than["near_more"]
+    # an interval across one edge of the margin can hold a median on the
+    # other side of 1 (0.98, 0.97 to 1.16): those phrases claim no direction
+    undecided = "not clearly faster or slower than"
+    assert than["near_less"] == than["near_more"] == undecided

@@ -211,8 +211,10 @@ THAN = {  # a paired ratio of times against 1 +- MATTERS, as printed
     "less": "faster than",
     "more": "slower than",
     "same": f"within {MATTERS:.0%} of",
-    "near_less": "faster than, or close to,",  # close: within MATTERS
-    "near_more": "slower than, or close to,",
+    # crossing one edge of the margin: no direction is claimed, as the
+    # median can lie on the other side of 1 (blind reads 84 and 85)
+    "near_less": "not clearly faster or slower than",
+    "near_more": "not clearly faster or slower than",
     "wide": "too close to tell from",
 }
 GAP = {  # the loop's time minus the batched layer's, against 0
