@@ -269,6 +269,9 @@ def test_one_digit_is_refused_since_the_matching_answer_needs_no_lookup():
         TinyConfig(num_digits=1)
     with pytest.raises(ValueError, match="num_letters = 27: .* use 1 to 26"):
         TinyConfig(num_letters=27)
+    # two tokens: one pair of letters, so the jobs share their target
+    with pytest.raises(ValueError, match="num_tokens = 2: .*use 4 or more"):
+        TinyConfig(num_letters=1, num_tokens=2)
 
 
 def test_a_repeated_seed_is_refused_since_its_run_would_count_twice():

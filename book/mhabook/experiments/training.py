@@ -45,6 +45,12 @@ class TinyConfig:
                 f"num_letters = {self.num_letters}: tokens are named by the "
                 f"letters a to z; use 1 to 26"
             )
+        if self.num_tokens < 4:  # one letter pair: match = previous token
+            raise ValueError(
+                f"num_tokens = {self.num_tokens}: with one pair of letters "
+                f"the matching token is also the previous one, so the two "
+                f"jobs cannot be told apart; use 4 or more (an even number)"
+            )
         if self.num_digits < 2:  # one digit: the answer needs no lookup
             raise ValueError(
                 f"num_digits = {self.num_digits}: with one digit every "
