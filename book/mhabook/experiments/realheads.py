@@ -381,14 +381,14 @@ def load_table(name):
                 f"({'; '.join(columns)}): {line!r}. Separate the columns "
                 f"with one tab each, with no tab inside a column"
             )
-        named = sum(c.strip().lower() in headers for c in row)
+        named = sum(c.lower() in headers for c in row)
         first = not rows and 2 * named >= len(row)  # above the rows: half
         if columns and (named == len(row) or first):
             raise ValueError(
                 f"book/data/{name}, line {number}, looks like a header: "
                 f"{line!r}. Start it with # to make it a comment"
             )
-        empty = [i for i, cell in enumerate(row) if not cell.strip()]
+        empty = [i for i, cell in enumerate(row) if not cell]
         if empty:
             column = columns[empty[0]] if columns else f"column {empty[0] + 1}"
             raise ValueError(
@@ -409,8 +409,10 @@ def load_table(name):
                 f"{line!r}. Each column needs a sentence of its own; write "
                 f"another"
             )
-        again = [r for r, k in zip(rows, keys) if k[0] == key[0]]
-        if name in TWINS and again:
+        again = [
+            r for r, k in zip(rows, keys) if name in TWINS and k[0] == key[0]
+        ]
+        if again:
             raise ValueError(
                 f"book/data/{name}, line {number}, repeats the sentence of "
                 f"line {again[0].line}: a twin differs from its partner in a "
