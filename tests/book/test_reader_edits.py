@@ -706,7 +706,7 @@ EDITS = [
                 'job = "next word"',
             ),
         ),
-        until='glue("peach_job"',
+        until="peach_job=",
     ),
     Edit(
         "real_heads",
@@ -790,6 +790,68 @@ EDITS = [
             ),
         ),
         refuses="repeat one",
+    ),
+    Edit(
+        "testing_heads",
+        "the rebuild run over the layers in reverse",
+        (
+            change(
+                "for i, block in enumerate(model.encoder.layer)",
+                "enumerate(model.encoder.layer)",
+                "enumerate(reversed(model.encoder.layer))",
+            ),
+        ),
+        until="if largest >= 1e-4",
+        refuses="layer by layer: .*check the steps in order",
+        at="if largest >= 1e-4",
+    ),
+    Edit(
+        "testing_heads",
+        "the rebuild's residual through the model's own output module",
+        (
+            change(
+                "for i, block in enumerate(model.encoder.layer)",
+                "a = block.attention.output.LayerNorm(z + x)",
+                "a = block.attention.output(z, x)",
+            ),
+        ),
+        until="if largest >= 1e-4",
+        refuses="apply W\\^O a second time",
+        at="if largest >= 1e-4",
+    ),
+    Edit(
+        "head_costs",
+        "Ex. 2 timed on the loop layer",
+        (
+            change(
+                "scores_double = len(x)",
+                "batched_from_loop(MultiHeadAttention(AttentionConfig(",
+                "(MultiHeadAttention(AttentionConfig(",
+            ),
+        ),
+        refuses=r"use batched_from_loop",
+    ),
+    Edit(
+        "heads_learn",
+        "Ex. 1 counted with .any()",
+        (
+            change(
+                "per_job = (runs4.after", ".sum(dim=1)  #", ".any(dim=1)  #"
+            ),
+        ),
+        refuses=r"use \.sum\(dim=1\)",
+    ),
+    Edit(
+        "sharing_kv",
+        "Ex. 1 keeping the first group, not each group's first head",
+        (
+            change(
+                "def first_of_each_group",
+                "return grouped[:, 0]",
+                "return grouped[0]",
+            ),
+        ),
+        refuses="keep each group's first head",
     ),
     Edit(
         "head_costs",

@@ -149,6 +149,7 @@ def test_choose_on_odd_chooses_on_the_odd_examples_and_scores_the_even():
         ex["attention"][PLANTED] = 1 / T
     even = jobs.best_at(examples, jobs.previous_word)
     assert (even.layer, even.head) == PLANTED
+    assert even.name == "previous word"  # the table's row names the job
     assert even.held_out == pytest.approx(1 / T)  # scored on the odd rows
     odd = jobs.best_at(examples, jobs.previous_word, choose_on="odd")
     assert (odd.layer, odd.head) == (0, 0)
@@ -585,7 +586,7 @@ def test_the_head_8_account_reads_the_weak_form_then_the_place_control():
     assert shown["flies_top_side"] == "in sentence B"
     # what the head shows: the weak form held out, then the place control
     reading = jobs.RealHeads.flies_reading.fget
-    assert reading(study) == 2  # both pass: place alone draws the picture
+    assert reading(study) == 2  # both pass: no difference in sense is needed
     study.same_sense.pattern_holds = False
     assert reading(study) == 1  # the picture needs B to differ from A
     even.pattern_holds, study.same_sense.pattern_holds = False, True
@@ -594,6 +595,6 @@ def test_the_head_8_account_reads_the_weak_form_then_the_place_control():
         count: decide("how_many", (count, 2), gallery.READING)[1]
         for count in (0, 1, 2)
     }
-    assert words[2] == "comes from place, not sense"
+    assert words[2] == 'appears even when both "flies" are verbs'
     assert words[1] == "needs the two senses to differ"
     assert words[0] == "does not appear"

@@ -872,6 +872,8 @@ def test_the_page_states_every_glued_name_and_glues_every_stated_one():
     text, code = page_markdown()
     stated = set(re.findall(r"\{glue:text\}`([a-z_0-9]+)", text))
     in_page = set(re.findall(r'glue\(\s*"([a-z_0-9]+)"', code))
+    for call in re.findall(r"glue_all\((?:[^()]|\([^()]*\))*\)", code):
+        in_page |= set(re.findall(r"\b([a-z_0-9]+)=", call))  # its keywords
     assert glued - stated == set(), "glued, never stated"
     assert stated - glued - in_page == set(), "stated, never glued"
 

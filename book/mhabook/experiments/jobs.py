@@ -228,7 +228,7 @@ def best_at(examples, job, seed=0, choose_on="even"):
     held = odd[:, layer, head]  # (n,)
     low, high = rh.mean_interval(held, seed=seed)
     return Job(
-        name="",
+        name=getattr(job, "__name__", "").replace("_", " "),  # or `gallery`'s
         layer=layer,
         head=head,
         held_out=held.mean().item(),

@@ -177,10 +177,10 @@ def source_answers(study):
 SIDES = {True: "in sentence B", False: "in sentence A"}
 # What the closest layer-0 head shows (`RealHeads.flies_reading`): it fails
 # the milder (weak) form (none), passes it but not with B a copy of A
-# (some), or passes both, so place alone draws the picture (all).
+# (some), or passes both, so it needs no difference in sense (all).
 READING = {"none": "does not appear"}
 READING["some"] = READING["most"] = "needs the two senses to differ"
-READING["all"] = "comes from place, not sense"
+READING["all"] = 'appears even when both "flies" are verbs'
 
 
 # Whether the grammar head's held-out interval clears both baselines.

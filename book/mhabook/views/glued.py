@@ -23,3 +23,10 @@ def verdict(name, rule, args, phrases):
     glue(name, phrase, display=False)
     glue(f"{name}__verdict", data, display=False)
     return outcome
+
+
+def glue_all(**values):
+    """Glue each value under its keyword's name, for the text to show
+    (`glue(name, value, display=False)` for each)."""
+    for name, value in values.items():
+        glue(name, value, display=False)
