@@ -861,6 +861,18 @@ EDITS = [
     ),
     Edit(
         "many_heads",
+        "pointer_head with the query's indices swapped",
+        (
+            change(
+                "def pointer_head", "Q[i, int(target)]", "Q[int(target), i]"
+            ),
+        ),
+        until='kept = f"The {names}',
+        refuses=r"check tril, then Q\[i, target\]",
+        at='kept = f"The {names}',
+    ),
+    Edit(
+        "many_heads",
         "Ex. 2 read on the upper triangle",
         (change("allowed = [n for n", ".tril()", ".triu()"),),
         until='kept = f"The {names}',
