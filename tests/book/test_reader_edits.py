@@ -106,6 +106,19 @@ EDITS = [
         notes=True,
     ),
     Edit(
+        "one_head",
+        "one Linear for queries and keys",
+        (
+            change(
+                "class AttentionHead(nn.Module):",
+                "self.k = nn.Linear(embed_dim, head_dim)",
+                "self.k = self.q",
+            ),
+        ),
+        until="wired = uses_qkv(",
+        notes=True,
+    ),
+    Edit(
         "labs",
         "Lab 1's pronoun as its own referent",
         (change(LAB_1, 'referent = "mat"', 'referent = "it"'),),

@@ -142,6 +142,9 @@ def test_page_numbers_read_the_right_fields_of_a_record(monkeypatch):
     assert numbers["ops_batched_most"] == record.ops["batched", 4]
     assert numbers["ops_batched_most"] - numbers["ops_batched_few"] == 1
     assert numbers["num_params"] == f"{4 * (16 * 16 + 16):,}"
+    assert numbers["brackets"] == "rough ranges, from few repeats"  # 3
+    record.repeats = head_costs.FEW_REPEATS
+    assert head_costs.page_numbers(record)["brackets"] == "95% intervals"
 
 
 def test_page_verdicts_judge_ratios_as_printed_and_differences_by_sign():

@@ -14,6 +14,7 @@ from mhabook.experiments.inputs import (
     check_order,
     check_sentence,
     note_unless,
+    uses_qkv,
     word_position,
     word_positions,
 )
@@ -234,3 +235,19 @@ def test_a_data_file_not_saved_as_utf8_names_its_line(tmp_path, monkeypatch):
     monkeypatch.setattr(embedding, "DATA", tmp_path)
     with pytest.raises(ValueError, match="set.txt, line 2, is not UTF-8"):
         embedding.load_lines("set.txt")
+
+
+def test_uses_qkv_wants_three_projections_learned_apart():
+    from torch import nn
+
+    from mhabook.layers import AttentionHead, scaled_dot_product_attention
+
+    head, x = AttentionHead(8, 4), torch.randn(1, 3, 8)
+    assert uses_qkv(head, x, scaled_dot_product_attention)
+    head.k = head.q  # one Linear for queries and keys: the same numbers
+    assert not uses_qkv(head, x, scaled_dot_product_attention)
+    head.k = nn.Linear(8, 4)
+    head.forward = lambda h, mask=None: scaled_dot_product_attention(
+        head.q(h), head.q(h), head.v(h)
+    )  # a forward that reads q where it should read k
+    assert not uses_qkv(head, x, scaled_dot_product_attention)

@@ -40,9 +40,12 @@ def hand_check(attention):
 
 def uses_qkv(head, x, attention):
     """Whether `head(x)` gives `attention(head.q(x), head.k(x), head.v(x))`,
-    output and weights: a forward that passes its own projections."""
-    parts = [m(x) for m in (head.q, head.k, head.v)]  # Q, K, V
-    return all(map(torch.allclose, head(x), attention(*parts)))
+    output and weights, with q, k and v three modules: a forward that
+    passes its own projections, each learned apart."""
+    modules = (head.q, head.k, head.v)
+    parts = [m(x) for m in modules]  # Q, K, V
+    apart = len({id(m) for m in modules}) == 3  # not self.k = self.q
+    return apart and all(map(torch.allclose, head(x), attention(*parts)))
 
 
 def _is_punctuation(text):

@@ -161,6 +161,12 @@ def timing_tables(record):
     )
 
 
+# What the brackets hold: a bootstrap over fewer repeats than this is
+# close to the range of the repeats, not a 95% interval.
+FEW_REPEATS = 9
+BRACKETS = {True: "95% intervals", False: "rough ranges, from few repeats"}
+
+
 def page_numbers(r):
     """{glue name: value}: every number the page head_costs states, from
     a HeadCosts record (costs.head_costs_results)."""
@@ -175,6 +181,7 @@ def page_numbers(r):
         "short": short,
         "long": long,
         "repeats": r.repeats,
+        "brackets": BRACKETS[r.repeats >= FEW_REPEATS],
         "num_params": f"{r.params['batched', few]:,}",
         "flops_short": f"{r.flops['batched', few, short] / 1e6:,.0f} million",
         "flops_long": f"{r.flops['batched', few, long] / 1e6:,.0f} million",
