@@ -223,11 +223,18 @@ def _explained(forward, name):
             slip = "unpack" if value else "size|shape|dim|index"
             if not re.search(slip, str(error)):
                 raise  # not a slip of shapes (nor one of the chapter's own)
+            loop = name == "MultiHeadAttention"  # its heads one by one
             raise ValueError(
                 f"{name}.forward stopped inside PyTorch ({error}). The input "
                 f"was (B, T, d), so check the forward's code: compare each "
-                f"step's shape with the comment beside it, (B, h, T, d_k) "
-                f"for each head's Q, K, V and (B, h, T, T) for the scores"
+                f"step's shape with the comment beside it, "
+                + (
+                    "(B, T, d_k) for each head's output and (B, T, h * d_k) "
+                    "for their concatenation"
+                    if loop
+                    else "(B, h, T, d_k) for each head's Q, K, V and "
+                    "(B, h, T, T) for the scores"
+                )
             ) from error
 
     return run

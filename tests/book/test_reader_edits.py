@@ -833,6 +833,20 @@ EDITS = [
         at="if largest >= 1e-4",
     ),
     Edit(
+        "sharing_kv",
+        "a cache whose append never advances its length",
+        (change("class KVCache", "self.length = end", "end = end"),),
+        until="steps = [layer(x[:, t : t + 1], cache=cache)[0]",
+        refuses="holds 0 of the 12 tokens: append must advance",
+        at="steps = [layer(x[:, t : t + 1], cache=cache)[0]",
+    ),
+    Edit(
+        "head_costs",
+        "the scores' check read on the fused kernel",
+        (change('kind = "batched"  #', 'kind = "batched"', 'kind = "fused"'),),
+        refuses="use kind = 'batched': the fused kernel keeps none",
+    ),
+    Edit(
         "head_costs",
         "Ex. 2 timed on the loop layer",
         (

@@ -279,3 +279,15 @@ def test_qkv_with_unequal_head_counts_is_refused_with_the_fix():
     query, key = torch.randn(2, 8, 5, 4), torch.randn(2, 4, 5, 4)
     with pytest.raises(ValueError, match=r"repeat a shared one h // g times"):
         check_qkv(query, key, key)
+
+
+def test_a_slip_inside_the_loop_layer_names_the_loop_s_shapes():
+    from mhabook.checks import explains_slips
+
+    @explains_slips
+    class MultiHeadAttention(nn.Module):  # the loop layer's name
+        def forward(self, hidden_state):
+            return torch.ones(2, 3) @ torch.ones(4, 5)  # a shape slip
+
+    with pytest.raises(ValueError, match=r"\(B, T, h \* d_k\) for their"):
+        MultiHeadAttention()(torch.ones(1, 3, 4))

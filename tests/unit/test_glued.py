@@ -30,3 +30,14 @@ def test_all_above_over_no_values_is_refused(monkeypatch):
     with pytest.raises(ValueError, match="'fid': all_above got no values"):
         glued.verdict("fid", "all_above", ([], 0), phrases)
     assert seen == {}  # nothing glued
+
+
+def test_glue_all_glues_each_value_under_its_name_out_of_view(monkeypatch):
+    seen = {}
+    monkeypatch.setattr(
+        glued,
+        "glue",
+        lambda name, value, display: seen.update({name: (value, display)}),
+    )
+    glued.glue_all(ex_k=3, ex_head=8)
+    assert seen == {"ex_k": (3, False), "ex_head": (8, False)}

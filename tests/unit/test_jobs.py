@@ -142,7 +142,9 @@ def test_planted_heads_a_job_most_heads_do_can_be_done_clearly():
     assert not flat.does_job  # a head at the baseline
 
 
-def test_choose_on_odd_chooses_on_the_odd_examples_and_scores_the_even():
+def test_choose_on_odd_chooses_on_the_odd_examples_and_scores_the_even(
+    capsys,
+):
     examples = [example() for _ in range(6)]  # PLANTED does the job
     for ex in examples[1::2]:  # in the odd rows, head 0 of layer 0 does
         ex["attention"][0, 0] = ex["attention"][PLANTED]
@@ -155,6 +157,8 @@ def test_choose_on_odd_chooses_on_the_odd_examples_and_scores_the_even():
     assert (odd.layer, odd.head) == (0, 0)
     assert odd.held_out == pytest.approx(1 / T)  # scored on the even rows
     assert odd.n_examples == 3
+    rough = "Note: only 3 held-out inputs: interval rough"
+    assert rough in capsys.readouterr().out  # too few for a 95% interval
     with pytest.raises(ValueError, match="'even' or 'odd'"):
         jobs.best_at(examples, jobs.previous_word, choose_on="first")
 

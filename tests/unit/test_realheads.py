@@ -1030,6 +1030,14 @@ def test_stray_spaces_are_dropped_and_a_twin_must_differ(
         load_table("coreference.tsv")
 
 
+def test_a_comment_after_a_row_is_refused(tmp_path, monkeypatch):
+    monkeypatch.setattr(realheads, "DATA", tmp_path)
+    row = "time flies like an arrow\tfruit flies like a banana  # mine\n"
+    (tmp_path / "claim1_pairs.tsv").write_text("# a comment line\n" + row)
+    with pytest.raises(ValueError, match="line 2, holds a comment after"):
+        load_table("claim1_pairs.tsv")
+
+
 def test_a_header_with_a_name_of_its_own_is_still_a_header(
     tmp_path, monkeypatch
 ):
@@ -1075,6 +1083,12 @@ def test_coreference_rows_must_pair_into_twins(tmp_path, monkeypatch):
     realheads.check_twins(rows, "coreference.tsv")  # a twin: no error
     with pytest.raises(ValueError, match="has 1 sentences.*missing twin"):
         realheads.check_twins(rows[:1], "coreference.tsv")
+    same = one.replace("\tjar\n", "\tcup\n") + two.replace(
+        "\tjar\t", "\tcup\t"
+    )
+    (tmp_path / "coreference.tsv").write_text(same)
+    with pytest.raises(ValueError, match="line 1, names 'cup' as both cand"):
+        realheads.check_twins(load_table("coreference.tsv"), "coreference.tsv")
     unswapped = two.replace("jar\tcup", "cup\tjar")
     (tmp_path / "coreference.tsv").write_text(one + unswapped)
     with pytest.raises(ValueError, match="lines 1 and 2, are not twins"):

@@ -22,6 +22,7 @@ import torch
 
 from ..layers import batched_from_bert, loop_from_batched
 from . import realheads as rh
+from .inputs import note_unless
 
 
 def _words(example):
@@ -201,6 +202,11 @@ def nanmean0(values):
     return values[keep].mean(0), int(keep.sum())
 
 
+# Fewer held-out inputs than this make a bootstrap interval little more
+# than the range of the scores: `best_at` then prints a note.
+FEW_HELD_OUT = 8
+
+
 def best_at(examples, job, seed=0, choose_on="even"):
     """A `Job`: the head with the highest score on the even examples, its
     score on the odd ones with a 95% bootstrap interval, and baselines.
@@ -226,9 +232,11 @@ def best_at(examples, job, seed=0, choose_on="even"):
         )
     odd, odd_even = odd[keep], odd_even[keep]
     held = odd[:, layer, head]  # (n,)
+    rough = f"only {len(held)} held-out inputs: interval rough"
+    note_unless(len(held) >= FEW_HELD_OUT, rough)
     low, high = rh.mean_interval(held, seed=seed)
     return Job(
-        name=getattr(job, "__name__", "").replace("_", " "),  # or `gallery`'s
+        name=getattr(job, "__name__", "").replace("_", " "),  # gallery renames
         layer=layer,
         head=head,
         held_out=held.mean().item(),

@@ -388,6 +388,13 @@ def load_table(name):
                 f"book/data/{name}, line {number}, looks like a header: "
                 f"{line!r}. Start it with # to make it a comment"
             )
+        noted = [cell for cell in row if "#" in cell]  # a comment after it
+        if noted:
+            raise ValueError(
+                f"book/data/{name}, line {number}, holds a comment after its "
+                f"columns ({noted[0]!r}): put a comment on a line of its own, "
+                f"starting with #"
+            )
         empty = [i for i, cell in enumerate(row) if not cell]
         if empty:
             column = columns[empty[0]] if columns else f"column {empty[0] + 1}"
@@ -616,6 +623,13 @@ def check_twins(rows, set_name):
             f"{set_name} has {len(rows)} sentences; its sentences come in "
             f"twins, so add the missing twin or delete the one left alone"
         )
+    for row in rows:
+        if same_text(row[2]) == same_text(row[3]):
+            raise ValueError(
+                f"{set_name}, line {row.line}, names {row[2]!r} as both "
+                f"candidates: a head cannot be right on it. Use two "
+                f"different nouns of the sentence"
+            )
     for first, second in zip(rows[0::2], rows[1::2]):
         if not (first[1] == second[1] and first[2:] == second[:1:-1]):
             lines = f"lines {first.line} and {second.line}"
