@@ -847,6 +847,33 @@ EDITS = [
         refuses="use kind = 'batched': the fused kernel keeps none",
     ),
     Edit(
+        "all_heads",
+        "dropout on the scores, before the softmax",
+        (
+            change(
+                "weights = self.dropout(weights)  # only in training",
+                "weights = self.dropout(weights)  # only in training",
+                "",
+            ),
+            change(
+                "weights = zero_empty_queries(scores.softmax(dim=-1), mask)",
+                "weights = zero_empty_queries(",
+                "scores = self.dropout(scores)\n        weights = "
+                "zero_empty_queries(",
+            ),
+        ),
+        until='glue("dropout_p"',
+        refuses="masked keys got weight: apply dropout after softmax",
+        at='glue("dropout_p"',
+    ),
+    Edit(
+        "real_heads",
+        "the score counted over keys, not query rows",
+        (change("counted = targets.any(-1)", ".any(-1)", ".any(0)"),),
+        until="same = abs(score",
+        notes=True,
+    ),
+    Edit(
         "head_costs",
         "Ex. 2 timed on the loop layer",
         (

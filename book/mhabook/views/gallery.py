@@ -176,8 +176,8 @@ def source_answers(study):
 
 SIDES = {True: "in sentence B", False: "in sentence A"}
 # What the closest layer-0 head shows (`RealHeads.flies_reading`): it fails
-# the milder (weak) form (none), passes it but not with B a copy of A
-# (some), or passes both, so it needs no difference in sense (all).
+# the weak form, a lean toward the picture (none), passes it but not with B
+# a copy of A (some), or passes both: it needs no difference in sense (all).
 READING = {"none": "does not appear"}
 READING["some"] = READING["most"] = "needs the two senses to differ"
 READING["all"] = 'appears even when both "flies" are verbs'
@@ -247,15 +247,15 @@ def page_verdicts(study, first, checkpoint):
             "above",
             (int(study.flies.pattern_holds), 0),
             {
-                True: "draws only a milder picture",
-                False: "fails even a milder picture",
+                True: "leans only weakly toward the picture",
+                False: "does not lean toward the picture",
             },
         ),
         (
             "copies_pass",  # the place control: B a copy of A
             "above",
             (int(study.same_sense.pattern_holds), 0),
-            {True: "still draws it", False: "no longer draws it"},
+            {True: "still leans that way", False: "no longer leans that way"},
         ),
         ("flies_reading", "how_many", (study.flies_reading, 2), READING),
     ]
