@@ -28,6 +28,7 @@ build renders the page's). They do not need the book build, so this file
 runs while it builds.
 """
 
+import functools
 import os
 import re
 import sys
@@ -218,6 +219,19 @@ EDITS = [
         until="if not same:",
         at="if not same:",
         refuses=r"in_order\[:, order\]",
+    ),
+    Edit(
+        "one_head",
+        "scores divided by the square root of T, not of d_k",
+        (
+            change(
+                "def scaled_dot_product_attention(",
+                "dim_k = query.size(-1)",
+                "dim_k = query.size(-2)",
+            ),
+        ),
+        until="hand_check(scaled_dot_product_attention)",
+        notes=True,
     ),
     Edit(
         "one_head",
@@ -1263,6 +1277,27 @@ EDITS = [
         until=LAB_1,
     ),
 ]
+
+
+@functools.cache
+def _notebook(name):
+    return nbformat.read(BOOK / f"{name}.ipynb", as_version=4)
+
+
+def _first_cell(edit):
+    """(notebook, the first cell it edits): edits of one notebook run
+    together, and edits of one cell one after another, so that each can
+    start where the kernel already is (`run_edit`) instead of at the
+    notebook's first cell."""
+    try:
+        nb = _notebook(edit.notebook)
+        found = [find_cell(nb, contains) for contains, _, _ in edit.changes]
+    except (OSError, ValueError):  # the test itself reports it
+        found = []
+    return edit.notebook, min(found, default=-1)
+
+
+EDITS.sort(key=_first_cell)
 
 
 class Kernel:

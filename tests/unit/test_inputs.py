@@ -13,6 +13,7 @@ from mhabook.experiments.checkpoint import bundled_path
 from mhabook.experiments.inputs import (
     check_order,
     check_sentence,
+    hand_check,
     note_unless,
     uses_qkv,
     word_position,
@@ -251,3 +252,16 @@ def test_uses_qkv_wants_three_projections_learned_apart():
         head.q(h), head.q(h), head.v(h)
     )  # a forward that reads q where it should read k
     assert not uses_qkv(head, x, scaled_dot_product_attention)
+
+
+def test_hand_check_names_the_scale_it_found(capsys):
+    def attention(q, k, v, scale=2.0):
+        weights = (q @ k.mT / scale).softmax(-1)
+        return weights @ v, weights
+
+    hand_check(attention)  # sqrt(d_k) = 2 for its d_k = 4: no note
+    assert capsys.readouterr().out == ""
+    hand_check(lambda q, k, v: attention(q, k, v, scale=3**0.5))  # sqrt(T)
+    assert (
+        "scores divided by 1.73, not sqrt(d_k) = 2" in capsys.readouterr().out
+    )
