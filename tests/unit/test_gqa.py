@@ -11,6 +11,7 @@ from transformers.models.llama.modeling_llama import LlamaAttention
 from mhabook.experiments.embedding import sentence_embeddings
 from mhabook.experiments.grouped_bert import (
     attention_shift,
+    check_like_package,
     conversion,
     even_spread,
     grouped_attention_maps,
@@ -449,3 +450,17 @@ def test_a_conversion_measures_what_sharing_moves():
     assert found.cosines_at(4).eq(1).all()  # g = h: nothing averaged
     with pytest.raises(ValueError, match="g = 3 was not measured.*\\[1, 2\\]"):
         found.cosines_at(3)
+
+
+def test_a_page_s_grouped_from_bert_must_build_the_package_s_weights():
+    model = tiny_bert(num_attention_heads=4)
+    check_like_package(grouped_from_bert, model)  # the same function
+
+    def first_heads(bert_attention, num_kv_heads):  # a reader's change
+        layer = grouped_from_bert(bert_attention, num_kv_heads)
+        with torch.no_grad():
+            layer.kv.weight.mul_(2)
+        return layer
+
+    with pytest.raises(ValueError, match="make=grouped_from_bert"):
+        check_like_package(first_heads, model)

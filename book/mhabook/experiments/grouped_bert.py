@@ -43,15 +43,34 @@ def bool_mask(attention_mask):
     return attention_mask[:, 0]  # (B, T, T)
 
 
-def with_grouped_kv(model, num_kv_heads):
+def with_grouped_kv(model, num_kv_heads, make=grouped_from_bert):
     """A copy of a BERT model whose every layer shares its keys and values
-    in num_kv_heads groups (num_kv_heads = h changes nothing)."""
+    in num_kv_heads groups (num_kv_heads = h changes nothing); `make`
+    builds each grouped layer from a BERT attention block."""
     changed = copy.deepcopy(model)
     for block in changed.encoder.layer:
-        layer = grouped_from_bert(block.attention, num_kv_heads)
+        layer = make(block.attention, num_kv_heads)
         block.attention.self = GroupedSelfAttention(layer)
         block.attention.output.dense = nn.Identity()
     return changed.eval()
+
+
+def check_like_package(make, model, num_kv_heads=1):
+    """Refuse a `grouped_from_bert` (the page's, after a reader's edit)
+    that builds other weights from the model's first block than this
+    module's, which made the page's figures."""
+    block = model.encoder.layer[0].attention
+    ours = make(block, num_kv_heads).state_dict()
+    package = grouped_from_bert(block, num_kv_heads).state_dict()
+    if ours.keys() != package.keys() or not all(
+        torch.equal(ours[k], package[k]) for k in ours
+    ):
+        raise ValueError(
+            f"this grouped_from_bert builds other weights than mhabook's at "
+            f"g = {num_kv_heads}, and the page's figures come from "
+            f"mhabook's: to see yours, pass it to "
+            f"grouped_bert.with_grouped_kv(model, g, make=grouped_from_bert)"
+        )
 
 
 def grouped_attention_maps(model, inputs):

@@ -247,7 +247,7 @@ def page_verdicts(study, first, checkpoint):
             "above",
             (int(study.flies.pattern_holds), 0),
             {
-                True: "leans only weakly toward the picture",
+                True: "leans toward the picture",
                 False: "does not lean toward the picture",
             },
         ),
