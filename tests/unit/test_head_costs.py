@@ -159,6 +159,7 @@ def test_page_verdicts_judge_ratios_as_printed_and_differences_by_sign():
         5: PairedRatio(1.07, 1.06, 1.08),  # slower, by less than 10%
         9: PairedRatio(0.95, 0.78, 0.9996),
     }
+    record.batched_loop_few = {5: PairedRatio(0.7, 0.65, 0.75)}  # at h = 1
     record.softmax_heads = PairedRatio(11.9, 10.8, 14.2)
     ms = Term(1e-3, 5e-4, 2e-3)
     below = Term(-1e-3, -2e-3, -5e-4)
@@ -171,6 +172,7 @@ def test_page_verdicts_judge_ratios_as_printed_and_differences_by_sign():
     }
     assert found == {
         "batched_short": "faster than",
+        "heads_effect": "lowers",  # 0.48 to 0.60 at most heads, 0.65 to 0.75
         "batched_long": "too close to tell from",  # 0.80 to 1.12
         "products_short": "slower than",
         "softmax_most": "slower than",

@@ -234,6 +234,11 @@ REST = {  # what the accounting leaves, against the dispatch term
     "same": "dispatch and the rest cannot be told apart",
     "less": "dispatch is larger than the unexplained rest",
 }
+HEADS_EFFECT = {  # the batched/loop ratio at most heads, against at fewest
+    "less": "lowers",
+    "same": "does not clearly change",
+    "more": "raises",
+}
 SIGN = {  # what the accounting leaves, against 0
     "more": "positive",
     "same": "too small to tell from zero",
@@ -255,10 +260,17 @@ def page_verdicts(r):
         ("fused_short", r.fused_batched[short]),
         ("fused_long", r.fused_batched[long]),
     ]
+    most, few = shown(r.batched_loop[short]), shown(r.batched_loop_few[short])
     return [
         (name, "ratio_margin", shown(ratio).beyond(MATTERS), THAN)
         for name, ratio in ratios
     ] + [
+        (
+            "heads_effect",
+            "compare",
+            (most.low, most.high, few.low, few.high),
+            HEADS_EFFECT,
+        ),
         ("gap_short", "compare", a.gap.against(0), GAP),
         ("rest_sign", "compare", a.rest.against(0), SIGN),
         ("dispatch_rest", "compare", a.rest.against(a.dispatch.median), REST),
