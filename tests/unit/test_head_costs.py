@@ -173,6 +173,7 @@ def test_page_verdicts_judge_ratios_as_printed_and_differences_by_sign():
     assert found == {
         "batched_short": "faster than",
         "heads_effect": "lowers",  # 0.48 to 0.60 at most heads, 0.65 to 0.75
+        "few_batch": "with no heads to batch",  # the fewest heads: 1
         "batched_long": "too close to tell from",  # 0.80 to 1.12
         "products_short": "slower than",
         "softmax_most": "slower than",
@@ -182,6 +183,11 @@ def test_page_verdicts_judge_ratios_as_printed_and_differences_by_sign():
         "rest_sign": "negative",
         "dispatch_rest": "dispatch is larger than the unexplained rest",
     }
+    record.head_counts = (2, 4)  # a reader's counts: h = 2 still batches
+    (few,) = [
+        v for v in head_costs.page_verdicts(record) if v[0] == "few_batch"
+    ]
+    assert decide(*few[1:])[1] == "with fewer heads to batch"
 
 
 def test_each_timing_phrase_points_the_way_its_ratio_does():

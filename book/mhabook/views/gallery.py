@@ -255,7 +255,7 @@ def page_verdicts(study, first, checkpoint):
             "copies_pass",  # the place control: B a copy of A
             "above",
             (int(study.same_sense.pattern_holds), 0),
-            {True: "still leans that way", False: "no longer leans that way"},
+            {True: "leans that way", False: "does not lean that way"},
         ),
         ("flies_reading", "how_many", (study.flies_reading, 2), READING),
     ]

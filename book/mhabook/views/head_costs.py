@@ -261,10 +261,12 @@ def page_verdicts(r):
         ("fused_long", r.fused_batched[long]),
     ]
     most, few = shown(r.batched_loop[short]), shown(r.batched_loop_few[short])
+    none = {True: "with no heads to batch", False: "with fewer heads to batch"}
     return [
         (name, "ratio_margin", shown(ratio).beyond(MATTERS), THAN)
         for name, ratio in ratios
     ] + [
+        ("few_batch", "above", (int(r.head_counts[0] == 1), 0), none),
         (
             "heads_effect",
             "compare",
