@@ -384,7 +384,7 @@ def test_a_set_longer_than_the_position_table_names_the_set(tokenizer):
     with pytest.raises(
         ValueError,
         match="longest input of book/data/flies_pairs.tsv is 15 tokens long, "
-        "but the model's position table holds 8",
+        "but the model's position table holds 8: shorten or split its longest",
     ):
         flies_examples(
             tiny_bert(max_position_embeddings=8),
@@ -1064,6 +1064,12 @@ def test_a_pronoun_that_occurs_twice_is_refused():
 
     row = ["it is late so the cat ran because it was wet", "it", "cat", "so"]
     with pytest.raises(ValueError, match="'it' occurs 2 times.*write the"):
+        realheads.coreference_examples(
+            tiny_bert(vocab_size=len(tokenizer)), tokenizer, [row], "c.tsv"
+        )
+    row = ["the dog saw the cat and the dog ran because it hid", "it"]
+    row += ["dog", "cat"]  # which "dog" the pronoun follows is not read
+    with pytest.raises(ValueError, match="candidate 'dog' occurs 2 times"):
         realheads.coreference_examples(
             tiny_bert(vocab_size=len(tokenizer)), tokenizer, [row], "c.tsv"
         )

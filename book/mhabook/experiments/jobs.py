@@ -331,8 +331,9 @@ def phrase_examples(model, tokenizer, rows=None, set_name=None):
         inner = set(words[1:]) & {*DETERMINERS, "of"}  # a second phrase
         if n < 3 or words[0] not in DETERMINERS or inner:
             raise ValueError(
-                f"{at} the phrase {phrase!r} is not a determiner, one or "
-                f"more words that describe the noun, then the noun: use a "
+                f"{at} the phrase {phrase!r} is not a determiner (this set "
+                f"reads {', '.join(DETERMINERS)}), one or more words that "
+                f"describe the noun, then the noun: use a "
                 f"phrase like 'the old grey dog'"
             )
         ex["phrases"] = [(starts[0], starts[0] + n - 1)]

@@ -124,8 +124,9 @@ def run_examples(model, tokenizer, texts, pairs=None, set_name=None):
     if longest > limit and set_name:
         raise ValueError(
             f"the longest input of {set_name} is {longest} tokens long, but "
-            f"the model's position table holds {limit}: use a checkpoint "
-            f"with at least {longest} positions (BERT's have 512)"
+            f"the model's position table holds {limit}: shorten or split "
+            f"its longest row, or use a checkpoint with at least {longest} "
+            f"positions"
         )
     if longest > limit:
         raise ValueError(
@@ -523,12 +524,13 @@ def coreference_examples(model, tokenizer, rows, set_name=None):
     )
     for ex, row in zip(examples, rows):
         where = where_row(set_name, row)
-        if ex["tokens"].count(row[1]) > 1:
-            raise ValueError(
-                f"{where} the pronoun {row[1]!r} occurs "
-                f"{ex['tokens'].count(row[1])} times in {row[0]!r}, and the "
-                f"test reads the first: write the sentence with it once"
-            )
+        for role, word in zip(("pronoun", "candidate", "candidate"), row[1:]):
+            if ex["tokens"].count(word) > 1:
+                raise ValueError(
+                    f"{where} the {role} {word!r} occurs "
+                    f"{ex['tokens'].count(word)} times in {row[0]!r}, and the "
+                    f"test reads the first: write the sentence with it once"
+                )
         ex["pronoun"], ex["right"], ex["wrong"] = (
             position(ex, word, 0, where) for word in row[1:]
         )
