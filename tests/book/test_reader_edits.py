@@ -1417,7 +1417,8 @@ def run_edit(kernel, edit):
     """
     cells, _ = edited_cells(edit)
     first = min(
-        (find_cell(nb_of(edit), c) for c, _, _ in edit.changes), default=None
+        (find_cell(_notebook(edit.notebook), c) for c, _, _ in edit.changes),
+        default=None,
     )
     above = {i for i, _ in cells if first is not None and i < first}
     notebook, clean, reached = kernel.state
@@ -1437,10 +1438,6 @@ def run_edit(kernel, edit):
         if error:
             return error, message, index, "".join(printed)
     return None, "", None, "".join(printed)
-
-
-def nb_of(edit):
-    return nbformat.read(BOOK / f"{edit.notebook}.ipynb", as_version=4)
 
 
 @pytest.mark.parametrize("edit", EDITS, ids=lambda e: e.name)

@@ -239,6 +239,10 @@ HEADS_EFFECT = {  # the batched/loop ratio at most heads, against at fewest
     "same": "does not clearly change",
     "more": "raises",
 }
+FEW_BATCH = {  # whether the fewest heads timed is 1, as the text assumes
+    True: "with no heads to batch",
+    False: "with fewer heads to batch",
+}
 SIGN = {  # what the accounting leaves, against 0
     "more": "positive",
     "same": "too small to tell from zero",
@@ -261,12 +265,11 @@ def page_verdicts(r):
         ("fused_long", r.fused_batched[long]),
     ]
     most, few = shown(r.batched_loop[short]), shown(r.batched_loop_few[short])
-    none = {True: "with no heads to batch", False: "with fewer heads to batch"}
     return [
         (name, "ratio_margin", shown(ratio).beyond(MATTERS), THAN)
         for name, ratio in ratios
     ] + [
-        ("few_batch", "above", (int(r.head_counts[0] == 1), 0), none),
+        ("few_batch", "above", (int(r.head_counts[0] == 1), 0), FEW_BATCH),
         (
             "heads_effect",
             "compare",
