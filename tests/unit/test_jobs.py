@@ -243,7 +243,7 @@ def test_the_picture_table_says_yes_no_or_cannot_tell_for_each_choice():
     assert "head 3, chosen on the even pairs" in rows[0]
     assert "head 5, chosen on the odd pairs" in rows[0]
     assert rows[2] == (
-        "| the weak form: score (95% interval), bar 1 "
+        "| the lean: score (95% interval), bar 1 "
         "| yes: 1.20 (1.10 to 1.30) | no: 1.00 (0.90 to 1.10) |"
     )
     assert rows[3].endswith("| yes | no: the word before wins |")
@@ -588,13 +588,13 @@ def test_the_head_8_account_reads_the_weak_form_then_the_place_control():
     shown = gallery.source_answers(study)
     assert shown["copies_score"] == clear.mean
     assert shown["flies_top_side"] == "in sentence B"
-    # what the head shows: the weak form held out, then the place control
+    # what the head shows: the lean held out, then the place control
     reading = jobs.RealHeads.flies_reading.fget
     assert reading(study) == 2  # both pass: no difference in sense is needed
     study.same_sense.pattern_holds = False
     assert reading(study) == 1  # the picture needs B to differ from A
     even.pattern_holds, study.same_sense.pattern_holds = False, True
-    assert reading(study) == 0  # no weak form: the control says nothing
+    assert reading(study) == 0  # no lean: the control says nothing
     words = {
         count: decide("how_many", (count, 2), gallery.READING)[1]
         for count in (0, 1, 2)

@@ -425,7 +425,7 @@ class RealHeads:
     @property
     def flies_reading(self):
         """What the layer-0 head of `flies` shows, held out: 0 when it
-        fails the weak form; 1 when it passes it but fails the place
+        fails the lean; 1 when it passes it but fails the place
         control (`same_sense`, B a copy of A); 2 when it passes both, so
         the picture needs no difference in sense."""
         holds = self.flies.pattern_holds

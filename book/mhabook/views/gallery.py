@@ -148,7 +148,7 @@ def picture_table(flies, swapped, rival=True):
         f"head {swapped.head}, chosen on the odd pairs",
     ]
     rows = [
-        ["the weak form: score (95% interval), bar 1"]
+        ["the lean: score (95% interval), bar 1"]
         + [
             f"{pattern[t.pattern_holds]}: {t.score.mean:.2f} "
             f"({t.score.low:.2f} to {t.score.high:.2f})"
@@ -176,8 +176,8 @@ def source_answers(study):
 
 SIDES = {True: "in sentence B", False: "in sentence A"}
 # What the closest layer-0 head shows (`RealHeads.flies_reading`): it fails
-# the weak form, a lean toward the picture (none), passes it but not with B
-# a copy of A (some), or passes both: it needs no difference in sense (all).
+# the lean toward the picture (none), passes it but not with B a copy of A
+# (some), or passes both: it needs no difference in sense (all).
 READING = {"none": "does not appear"}
 READING["some"] = READING["most"] = "needs the two senses to differ"
 READING["all"] = 'appears even when both "flies" are verbs'
@@ -243,7 +243,7 @@ def page_verdicts(study, first, checkpoint):
         ),
         ("first_look", "above", (study.on_pair(first), 0.5), look),
         (
-            "flies_draws",  # the weak form, held out
+            "flies_draws",  # the lean, held out
             "above",
             (int(study.flies.pattern_holds), 0),
             {

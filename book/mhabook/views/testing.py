@@ -275,7 +275,7 @@ def page_verdicts(results):
             "same_sense",  # the same head on pairs whose B copies A
             "above",
             (int(results.same_sense.pattern_holds), 0),
-            {True: "still passes the weak form", False: "fails it"},
+            {True: "still leans that way", False: "does not lean that way"},
         ),
         (
             "same_sense_means",
