@@ -83,7 +83,7 @@ ONE_TEXT = 'text = "time flies like an arrow"'
 MANY_TEXT = "linked = "
 ALL_INPUT = "loop = MultiHeadAttention(config)"
 LAB_1 = 'sentence = "the cat sat on the mat because it was soft"'
-CAUSAL_CHECK = "# after the figure, so a wrong mask"  # all_heads
+CAUSAL_CHECK = "sees_self = causal_mask(T)"  # all_heads
 ONE_END = "tied = AttentionHead("  # the last cell of one_head
 MANY_QKV = "def qkv_parameters(heads):"  # the last cell before training
 ALL_END = "both = causal_mask(longest) & padding_mask(lengths, longest)"
@@ -875,6 +875,20 @@ EDITS = [
         at="steps = [layer(x[:, t : t + 1], cache=cache)[0]",
     ),
     Edit(
+        "sharing_kv",
+        "a cache that returns its whole buffer",
+        (
+            change(
+                "class KVCache",
+                "self.keys[:, :, :end], self.values[:, :, :end], mask",
+                "self.keys, self.values, mask",
+            ),
+        ),
+        until="steps = [layer(x[:, t : t + 1], cache=cache)[0]",
+        refuses=r"return only \[:, :, :end\]",
+        at="steps = [layer(x[:, t : t + 1], cache=cache)[0]",
+    ),
+    Edit(
         "head_costs",
         "the scores' check read on the fused kernel",
         (
@@ -1115,7 +1129,15 @@ EDITS = [
         "causal mask flipped",
         (change("def causal_mask(", ".tril()", ".triu()"),),
         until=CAUSAL_CHECK,
-        refuses="keep causal_mask's lower triangle",
+        refuses="keep causal_mask's tril",
+        at=CAUSAL_CHECK,
+    ),
+    Edit(
+        "all_heads",
+        "causal mask without its diagonal",
+        (change("def causal_mask(", ".tril()", ".tril(-1)"),),
+        until=CAUSAL_CHECK,
+        refuses=r"not tril\(-1\)",
         at=CAUSAL_CHECK,
     ),
     Edit(
@@ -1147,7 +1169,7 @@ EDITS = [
             ),
         ),
         until=CAUSAL_CHECK,
-        refuses="fill masked scores with -inf",
+        refuses=r"fill -inf at ~mask",
         at=CAUSAL_CHECK,
     ),
     Edit(

@@ -293,3 +293,17 @@ def test_a_missing_folder_passed_by_name_does_not_mention_the_variable(
     monkeypatch.setenv(checkpoint.ENV_VAR, "./no-such-folder")
     with pytest.raises(OSError, match=f"unset {checkpoint.ENV_VAR}"):
         checkpoint.resolve()
+
+
+def test_a_one_segment_checkpoint_reads_pairs_in_that_segment(
+    tmp_path, capsys
+):
+    tiny_tokenizer().save_pretrained(tmp_path)
+    tiny_bert(type_vocab_size=1).save_pretrained(tmp_path)
+    tokenizer, model, _ = load_checkpoint(str(tmp_path))
+    assert "has one segment; B shares it" in capsys.readouterr().out
+    pair = tokenizer("time flies", "fruit flies", return_tensors="pt")
+    assert pair["token_type_ids"].max() == 1  # B is segment 1
+    together = model(**pair).last_hidden_state
+    as_one = dict(pair, token_type_ids=pair["token_type_ids"] * 0)
+    assert together.allclose(model(**as_one).last_hidden_state)

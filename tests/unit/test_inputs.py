@@ -265,3 +265,19 @@ def test_hand_check_names_the_scale_it_found(capsys):
     assert (
         "scores divided by 1.73, not sqrt(d_k) = 2" in capsys.readouterr().out
     )
+
+
+def test_hand_check_notes_an_inverted_mask(capsys):
+    def attention(q, k, v, mask=None, keep=True):
+        scores = q @ k.mT / 2
+        if mask is not None:  # keep: True marks allowed keys, as taught
+            scores = scores.masked_fill(~mask if keep else mask, -torch.inf)
+        weights = scores.softmax(-1).nan_to_num()
+        return weights @ v, weights
+
+    hand_check(attention)
+    assert capsys.readouterr().out == ""
+    hand_check(lambda q, k, v, mask=None: attention(q, k, v, mask, False))
+    assert "inverted mask: use masked_fill(~mask" in capsys.readouterr().out
+    hand_check(lambda q, k, v: attention(q, k, v))  # no mask argument
+    assert capsys.readouterr().out == ""

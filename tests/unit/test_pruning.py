@@ -531,6 +531,8 @@ def test_the_page_glues_every_name_it_shows_and_shows_every_number(planted):
         for name in re.findall(r"(?:glue|verdict)\(\s*\"(\w+)\"", cell.source)
     }
     code = "".join(cell.source for cell in cells if cell.cell_type == "code")
+    for call in re.findall(r"glue_all\((?:[^()]|\([^()]*\))*\)", code):
+        in_cells |= set(re.findall(r"\b([a-z_0-9]+)=", call))  # keywords
     if "pr.exact_numbers(" in code:  # glued in a loop by the page's cell
         t = torch.zeros(1, 1, 2)
         in_cells |= set(pruning.exact_numbers(0, 0, t, t, t))
@@ -548,6 +550,22 @@ def test_a_row_without_three_columns_is_named_with_the_file_to_fix():
             tiny_bert(), tiny_tokenizer(), sentences, rows, every=2
         )
     assert "book/data/paraphrases.tsv" in str(e.value)
+
+
+def test_a_paraphrase_that_only_drops_a_stop_is_refused():
+    sentences, rows = tiny_set()
+    first = rows[0][0]
+    rows = [
+        *rows[:1],
+        (first, first.capitalize() + ".", rows[1][2]),
+        *rows[2:],
+    ]
+    with pytest.raises(
+        ValueError, match="row 1 of `rows` gives a paraphrase that repeats"
+    ):
+        heads_needed_results(
+            tiny_bert(), tiny_tokenizer(), sentences, rows, every=2
+        )
 
 
 def test_a_hook_for_a_head_that_does_not_exist_is_refused_with_the_range():

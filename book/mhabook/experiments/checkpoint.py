@@ -318,6 +318,14 @@ def load_checkpoint(name=None):
             f"model embeds {config.vocab_size:,}: save the tokenizer that "
             f"was trained with this model beside it"
         )
+    if config.type_vocab_size < 2:  # a pair's sentence B reads segment 1
+        one = model.embeddings.token_type_embeddings.weight.detach()  # (1, d)
+        both = torch.nn.Embedding.from_pretrained(
+            one.repeat(2, 1), freeze=False
+        )
+        model.embeddings.token_type_embeddings = both  # B reads A's segment
+        config.type_vocab_size = 2
+        print(f"Note: {display} has one segment; B shares it")
     positions = getattr(config, "position_embedding_type", "absolute")
     if positions != "absolute":  # transformers 5 reads absolute ones only
         print(f"Note: {positions!r} positions ignored; absolute ones used")

@@ -29,7 +29,8 @@ def note_unless(holds, message):
 
 def hand_check(attention):
     """Note what is off when `attention(x, x, x)`, on 3 tokens of d_k = 4
-    small enough not to saturate, is not softmax(x x^T / sqrt(4))."""
+    small enough not to saturate, is not softmax(x x^T / sqrt(4)), and
+    when a causal mask lets the first query see a later key."""
     x = torch.arange(12.0).view(1, 3, 4) / 10
     weights = attention(x, x, x)[1]  # (1, 3, 3)
     rows = weights.sum(-1).allclose(torch.ones(1, 3))  # over the keys
@@ -39,6 +40,13 @@ def hand_check(attention):
         raw, logs = (x @ x.mT)[0, 0], weights[0, 0].log()
         found = float((raw[2] - raw[0]) / (logs[2] - logs[0]))
         print(f"Note: scores divided by {found:.2f}, not sqrt(d_k) = 2")
+    causal = torch.ones(3, 3, dtype=torch.bool).tril()  # True: may attend
+    try:
+        first = attention(x, x, x, mask=causal)[1][0, 0]  # key 0 alone
+    except TypeError:  # a version without a `mask` argument
+        return
+    kept = bool(first[1:].abs().max() < 1e-6)
+    note_unless(kept, "inverted mask: use masked_fill(~mask, -inf)")
 
 
 def uses_qkv(head, x, attention):

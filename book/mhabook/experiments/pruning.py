@@ -184,6 +184,11 @@ def cosines(reference, changed):
     return F.cosine_similarity(reference, changed, dim=-1)
 
 
+def _words(text):
+    """The words of `text`, lower-cased, without punctuation."""
+    return tuple(re.findall(r"\w+", text.lower()))
+
+
 def paraphrase_rows(sentences, paraphrases, partners):
     """(N,) bool: the rows whose sentence embedding is closer (cosine) to
     its paraphrase's than to its partner's (a sentence on the same
@@ -636,6 +641,15 @@ def heads_needed_results(
             f"`rows` has {len(row)} column(s): {row!r}; load the rows from "
             f"book/data/paraphrases.tsv, and in it separate a line's three "
             f"columns with one tab each"
+        )
+    same = [
+        k for k, row in enumerate(rows) if _words(row[0]) == _words(row[1])
+    ]
+    if same:  # the tokenizer lower-cases: case and stops would not count
+        raise ValueError(
+            f"row {same[0]} of `rows` gives a paraphrase that repeats its "
+            f"sentence up to case and punctuation: {rows[same[0]]!r}; write "
+            f"the paraphrase in other words (book/data/paraphrases.tsv)"
         )
     if h < 3:  # two heads can only rank the same way or the other way
         print(f"Note: {h} heads a layer: within-layer ranks only give ±1")

@@ -72,7 +72,8 @@ def ratio_margin(low, high, margin):
     """Where a ratio's interval (low, high) lies against 1 +- `margin`:
     'less' or 'more' when all of it is beyond the margin, 'same' when all
     of it is within, 'near_less' or 'near_more' when it crosses one edge of
-    the margin, 'wide' when it crosses both."""
+    the margin and holds 1, 'under' or 'over' when it crosses one edge but
+    lies all below or above 1, 'wide' when it crosses both edges."""
     low, high, margin = map(float, (low, high, margin))
     if low > high or margin < 0:
         raise ValueError("need low <= high and a margin of 0 or more")
@@ -84,8 +85,10 @@ def ratio_margin(low, high, margin):
     if low < edge_low and high > edge_high:
         return "wide"
     if low < edge_low:
-        return "near_less"
-    return "near_more" if high > edge_high else "same"
+        return "under" if high < 1 else "near_less"
+    if high > edge_high:
+        return "over" if low > 1 else "near_more"
+    return "same"
 
 
 def sign(value, bar):

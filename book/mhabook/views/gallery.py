@@ -98,33 +98,32 @@ DOES = {"yes": "does", "partly": "partly does", "no": "does not do"}
 
 
 def table(jobs, detail=False):
-    """The gallery as a Markdown table, one row per job: whether the best
-    head does the job (`verdict`), then
-    its held-out score beside the two baselines. detail=True gives the score's
-    95% interval and the job's bar instead of the baselines."""
-    header = ["job", "best head (layer, head)", "does the job?"]
+    """The gallery as a Markdown table, one row per job: its best head and
+    that head's held-out score beside the two baselines. detail=True gives
+    the score's 95% interval, the job's bar and whether the head does the
+    job (`verdict`) instead."""
+    header = ["job", "best head (layer, head)"]
     header += ["held-out score", "even spread", "median head"]
     if detail:
         header = ["job", "held-out score", "95% interval", "bar"]
+        header += ["does the job?"]
     rows = []
     for job in jobs:
         name = html.escape(job.name)
         if job.inputs != "sentences":
             name += f" (on {html.escape(job.inputs)})"
         if detail:
-            interval = f"{job.low:.3f}–{job.high:.3f}"
-            rows.append(
-                [name, f"{job.held_out:.3f}", interval, f"{job.bar:.2f}"]
-            )
-        else:
             does = verdict(job)
             if job.does_job and job.common:  # the median head leans to it
                 does = "yes; many heads lean to it"
+            interval = f"{job.low:.3f}–{job.high:.3f}"
+            score, bar = f"{job.held_out:.3f}", f"{job.bar:.2f}"
+            rows.append([name, score, interval, bar, does])
+        else:
             rows.append(
                 [
                     name,
                     f"{job.layer}, {job.head}",
-                    does,
                     f"{job.held_out:.2f}",
                     f"{job.even:.2f}",
                     f"{job.median:.2f}",
@@ -247,8 +246,8 @@ def page_verdicts(study, first, checkpoint):
             "above",
             (int(study.flies.pattern_holds), 0),
             {
-                True: "leans toward the picture",
-                False: "does not lean toward the picture",
+                True: 'leans toward each "flies"\' own targets',
+                False: "does not lean toward those targets",
             },
         ),
         (

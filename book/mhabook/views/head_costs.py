@@ -76,7 +76,7 @@ def accounting_table(accounting):
         ("the difference: loop − batched", a.gap),
         (f"{3 * a.num_heads} one-head projections − one batched", a.products),
         (
-            f"{a.other_ops} other operations × {a.per_op * 1e6:.2g} µs",
+            f"{a.other_ops} other operations × {a.per_op * 1e6:.3g} µs",
             a.dispatch,
         ),
         ("the rest", a.rest),
@@ -222,6 +222,9 @@ THAN = {  # a paired ratio of times against 1 +- MATTERS, as printed
     # median can lie on the other side of 1 (blind reads 84 and 85)
     "near_less": "not clearly faster or slower than",
     "near_more": "not clearly faster or slower than",
+    # all on one side of 1, but reaching inside the margin
+    "under": "somewhat faster than",
+    "over": "somewhat slower than",
     "wide": "too close to tell from",
 }
 GAP = {  # the loop's time minus the batched layer's, against 0
@@ -259,6 +262,7 @@ def page_verdicts(r):
     ratios = [
         ("batched_short", r.batched_loop[short]),
         ("batched_long", r.batched_loop[long]),
+        ("batched_few", r.batched_loop_few[short]),
         ("products_short", a.products_ratio),
         ("softmax_most", r.softmax_heads),
         ("fused_short", r.fused_batched[short]),

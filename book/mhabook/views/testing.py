@@ -154,7 +154,8 @@ def page_numbers(results):
         # claim 1
         "c1_bar": c1.bar,
         "c1_replicated": c1.replicated,
-        "c1_rest": c1.n_heads - c1.replicated,  # the heads that do not pass
+        # the heads that pass neither way round
+        "c1_rest": c1.n_heads - c1.replicated - c1.reversed,
         "c1_reversed": c1.reversed,
         "c1_candidates": c1.candidates,
         "c1_chance": 0.025 * c1.candidates,  # odd intervals above by luck
