@@ -1085,6 +1085,34 @@ EDITS = [
     ),
     Edit(
         "all_heads",
+        "the weights transposed before the values",
+        (
+            change(
+                "def batched_attention(",
+                "return weights @ V, weights",
+                "return weights.transpose(-2, -1) @ V, weights",
+            ),
+        ),
+        until="tight = dict(",
+        refuses=r"check batched_attention's weights @ V",
+        at="tight = dict(",
+    ),
+    Edit(
+        "all_heads",
+        "padding_mask that lets each query see one pad",
+        (
+            change(
+                "def padding_mask(",
+                "torch.arange(num_tokens) < lengths[:, None]",
+                "torch.arange(num_tokens) <= lengths[:, None]",
+            ),
+        ),
+        until="pad_out, pad_weights = batched(",
+        refuses="check padding_mask",
+        at="pad_out, pad_weights = batched(",
+    ),
+    Edit(
+        "all_heads",
         "no division by sqrt(d_k)",
         (
             change(
