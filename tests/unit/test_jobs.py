@@ -373,7 +373,7 @@ def test_the_study_runs_on_a_random_bert_and_finds_no_job_there(tmp_path):
     # the head view's buttons: the jobs, then the "flies" head of "And head 8?"
     assert study.presets[:-1] == [*study.jobs, study.grammar]
     assert study.presets[-1] == (
-        f'"flies" picture: layer 0, head {flies.head}',
+        f'closest to "flies" picture: layer 0, head {flies.head}',
         0,
         flies.head,
     )

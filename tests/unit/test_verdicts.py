@@ -107,7 +107,8 @@ def test_a_glued_record_is_decided_again(monkeypatch):
 def test_ratio_margin_places_an_interval_against_one_and_its_margin():
     assert verdicts.ratio_margin(0.5, 0.8, 0.1) == "less"
     assert verdicts.ratio_margin(1.2, 1.4, 0.1) == "more"
-    assert verdicts.ratio_margin(1.06, 1.08, 0.1) == "same"
+    assert verdicts.ratio_margin(1.06, 1.08, 0.1) == "over"  # all above 1
+    assert verdicts.ratio_margin(0.91, 0.96, 0.1) == "under"
     assert verdicts.ratio_margin(0.95, 1.05, 0.1) == "same"  # holds 1
     assert verdicts.ratio_margin(0.8, 1.02, 0.1) == "near_less"  # holds 1
     assert verdicts.ratio_margin(0.98, 1.2, 0.1) == "near_more"

@@ -70,10 +70,10 @@ def compare(low_a, high_a, low_b, high_b):
 
 def ratio_margin(low, high, margin):
     """Where a ratio's interval (low, high) lies against 1 +- `margin`:
-    'less' or 'more' when all of it is beyond the margin, 'same' when all
-    of it is within, 'near_less' or 'near_more' when it crosses one edge of
-    the margin and holds 1, 'under' or 'over' when it crosses one edge but
-    lies all below or above 1, 'wide' when it crosses both edges."""
+    'less' or 'more' when all of it is beyond the margin; 'under' or
+    'over' when all of it is below or above 1, but not all beyond the
+    margin; when it holds 1, 'same' when all of it is within the margin,
+    'near_less' or 'near_more' when it crosses one edge, 'wide' both."""
     low, high, margin = map(float, (low, high, margin))
     if low > high or margin < 0:
         raise ValueError("need low <= high and a margin of 0 or more")
@@ -82,13 +82,15 @@ def ratio_margin(low, high, margin):
         return "less"
     if low > edge_high:
         return "more"
+    if high < 1:
+        return "under"
+    if low > 1:
+        return "over"
     if low < edge_low and high > edge_high:
         return "wide"
     if low < edge_low:
-        return "under" if high < 1 else "near_less"
-    if high > edge_high:
-        return "over" if low > 1 else "near_more"
-    return "same"
+        return "near_less"
+    return "near_more" if high > edge_high else "same"
 
 
 def sign(value, bar):

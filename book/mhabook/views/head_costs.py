@@ -222,7 +222,7 @@ THAN = {  # a paired ratio of times against 1 +- MATTERS, as printed
     # median can lie on the other side of 1 (blind reads 84 and 85)
     "near_less": "not clearly faster or slower than",
     "near_more": "not clearly faster or slower than",
-    # all on one side of 1, but reaching inside the margin
+    # all on one side of 1, but not all beyond the margin
     "under": "somewhat faster than",
     "over": "somewhat slower than",
     "wide": "too close to tell from",
