@@ -1,6 +1,7 @@
 """What the tests need to know about the book's layout."""
 
 import ast
+import re
 from pathlib import Path
 
 import yaml
@@ -62,6 +63,15 @@ def build_command(out, *extra):
         "--keep-going",
         *extra,
     ]
+
+
+def glue_all_names(code):
+    """The names `code` glues through `glue_all(name=...)`: each call's
+    keywords (the names that `glue("name", ...)` patterns miss)."""
+    names = set()
+    for call in re.findall(r"glue_all\((?:[^()]|\([^()]*\))*\)", code):
+        names |= set(re.findall(r"\b([a-z_0-9]+)=", call))
+    return names
 
 
 def glued_texts(nb):

@@ -3,6 +3,7 @@ import copy
 import pytest
 import torch
 
+from chapter import glue_all_names
 from mhabook.experiments import pruning
 from mhabook.experiments.embedding import load_lines, sentence_embeddings
 from mhabook.experiments.pruning import (
@@ -531,8 +532,7 @@ def test_the_page_glues_every_name_it_shows_and_shows_every_number(planted):
         for name in re.findall(r"(?:glue|verdict)\(\s*\"(\w+)\"", cell.source)
     }
     code = "".join(cell.source for cell in cells if cell.cell_type == "code")
-    for call in re.findall(r"glue_all\((?:[^()]|\([^()]*\))*\)", code):
-        in_cells |= set(re.findall(r"\b([a-z_0-9]+)=", call))  # keywords
+    in_cells |= glue_all_names(code)
     if "pr.exact_numbers(" in code:  # glued in a loop by the page's cell
         t = torch.zeros(1, 1, 2)
         in_cells |= set(pruning.exact_numbers(0, 0, t, t, t))

@@ -866,14 +866,15 @@ def test_every_verdict_has_a_short_phrase_for_each_outcome():
 def test_the_page_states_every_glued_name_and_glues_every_stated_one():
     import re
 
+    from chapter import glue_all_names
+
     results = planted_results()
     glued = set(testing.page_numbers(results))
     glued |= {v[0] for v in testing.page_verdicts(results)}
     text, code = page_markdown()
     stated = set(re.findall(r"\{glue:text\}`([a-z_0-9]+)", text))
     in_page = set(re.findall(r'glue\(\s*"([a-z_0-9]+)"', code))
-    for call in re.findall(r"glue_all\((?:[^()]|\([^()]*\))*\)", code):
-        in_page |= set(re.findall(r"\b([a-z_0-9]+)=", call))  # its keywords
+    in_page |= glue_all_names(code)
     assert glued - stated == set(), "glued, never stated"
     assert stated - glued - in_page == set(), "stated, never glued"
 

@@ -24,7 +24,7 @@ import torch
 import torch.nn.functional as F
 
 from mhabook.deeper_checks import group_by_layer
-from mhabook.experiments.embedding import check_lengths
+from mhabook.experiments.embedding import check_lengths, same_text
 from mhabook.layers.all_heads import batched_from_bert
 from mhabook.layers.heads_needed import without_head, zero_heads_hook
 
@@ -185,8 +185,9 @@ def cosines(reference, changed):
 
 
 def _words(text):
-    """The words of `text`, lower-cased, without punctuation."""
-    return tuple(re.findall(r"\w+", text.lower()))
+    """The words of `text` as an uncased tokenizer reads them
+    (`same_text`), without punctuation."""
+    return tuple(re.findall(r"\w+", same_text(text)))
 
 
 def paraphrase_rows(sentences, paraphrases, partners):
