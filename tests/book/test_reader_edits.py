@@ -950,6 +950,16 @@ EDITS = [
         refuses=r"use \.sum\(dim=1\)",
     ),
     Edit(
+        "heads_learn",
+        "Ex. 1 summed over the jobs",
+        (
+            change(
+                "per_job = (runs4.after", ".sum(dim=1)  #", ".sum(dim=2)  #"
+            ),
+        ),
+        refuses=r"int64 \[3, 4\]: use \.sum\(dim=1\)",
+    ),
+    Edit(
         "sharing_kv",
         "Ex. 1 keeping the first group, not each group's first head",
         (

@@ -4,7 +4,7 @@ heads: inputs, weights, measures, the claim tests and the page's verdicts."""
 import pytest
 import torch
 
-from mhabook.experiments import realheads
+from mhabook.experiments import jobs, realheads
 from mhabook.experiments.realheads import (
     Estimate,
     claim1_test,
@@ -798,6 +798,10 @@ def planted_results(flies_heads=((0, 1),), head=claim_head):
         # the control reads the planted pairs themselves: where place alone
         # draws the pattern, the copies pass as the pairs do
         same_sense=flies_test(flies, layer=0, head=claim2.layer0.head),
+        gallery=[  # section 4's rows: one head does its job, one partly
+            jobs.Job("previous word", 0, 1, 0.99, 0.98, 1.0, 0.1, 0.1, 10),
+            jobs.Job("next word", 1, 0, 0.2, 0.15, 0.25, 0.1, 0.1, 10),
+        ],
     )
 
 
@@ -863,6 +867,14 @@ def test_every_verdict_has_a_short_phrase_for_each_outcome():
             assert len(phrase.split()) < 8, (name, phrase)
 
 
+def test_the_page_tables_section_4s_gallery_with_its_verdicts():
+    table = testing.page_numbers(planted_results())["gallery_detail"]
+    lines = table.data.splitlines()  # an IPython Markdown object
+    rows = {row.split("|")[1].strip(): row for row in lines}
+    assert rows["previous word"].rstrip(" |").endswith("yes")
+    assert rows["next word"].rstrip(" |").endswith("partly")
+
+
 def test_the_page_states_every_glued_name_and_glues_every_stated_one():
     import re
 
@@ -873,6 +885,7 @@ def test_the_page_states_every_glued_name_and_glues_every_stated_one():
     glued |= {v[0] for v in testing.page_verdicts(results)}
     text, code = page_markdown()
     stated = set(re.findall(r"\{glue:text\}`([a-z_0-9]+)", text))
+    stated |= set(re.findall(r"\{glue:md\} ([a-z_0-9]+)", text))
     in_page = set(re.findall(r'glue\(\s*"([a-z_0-9]+)"', code))
     in_page |= glue_all_names(code)
     assert glued - stated == set(), "glued, never stated"

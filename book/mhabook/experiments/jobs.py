@@ -280,6 +280,14 @@ def heads_with_jobs(model, tokenizer, choose_on="even"):
     return found, sentences, pairs
 
 
+def gallery_jobs(model, tokenizer):
+    """[Job, ...]: section 4's gallery rows, the jobs of `heads_with_jobs`
+    then the grammar job of `grammar_job`."""
+    found, _, _ = heads_with_jobs(model, tokenizer)
+    grammar, _ = grammar_job(model, tokenizer)
+    return [*found, grammar]
+
+
 DETERMINERS = ("a", "an", "the")  # what opens a phrase of noun_phrases.tsv
 
 
