@@ -173,10 +173,10 @@ def test_the_figure_and_table_show_each_job():
     found[2].inputs = "pairs"
     rows = gallery.table(found).data.splitlines()
     assert len(rows) == 2 + len(found)
-    assert rows[2] == "| previous word | 1, 2 | 1.00 | 0.12 | 0.12 |"
+    assert rows[2] == "| previous word | 1, 2 | 1.00 | 0.12 | 0.12 | yes |"
     assert rows[0].endswith(
         "| best head (layer, head) | held-out score | even spread | "
-        "median head |"
+        "median head | clearly? |"
     )
     assert rows[4].startswith("| same word, other sentence (on pairs) |")
     detail = gallery.table(found, detail=True).data.splitlines()
@@ -373,7 +373,7 @@ def test_the_study_runs_on_a_random_bert_and_finds_no_job_there(tmp_path):
     # the head view's buttons: the jobs, then the "flies" head of "And head 8?"
     assert study.presets[:-1] == [*study.jobs, study.grammar]
     assert study.presets[-1] == (
-        f'closest to "flies" picture: layer 0, head {flies.head}',
+        f'the "flies" search: layer 0, head {flies.head}',
         0,
         flies.head,
     )

@@ -410,9 +410,7 @@ class RealHeads:
         """The head view's buttons: each job's best head, then the layer-0
         head that best draws the source's "flies" picture."""
         flies = self.flies.layer, self.flies.head
-        label = (
-            f'closest to "flies" picture: layer {flies[0]}, head {flies[1]}'
-        )
+        label = f'the "flies" search: layer {flies[0]}, head {flies[1]}'
         return [*self.gallery_jobs, (label, *flies)]
 
     @property

@@ -198,6 +198,7 @@ def page_numbers(r):
         "ratio_short": ratio_text(r.batched_loop[short]),
         "ratio_short_few": ratio_text(r.batched_loop_few[short]),
         "ratio_short_of_medians": number(r.batched_loop[short].of_medians),
+        "ratio_long_of_medians": number(r.batched_loop[long].of_medians),
         "ratio_long": ratio_text(r.batched_loop[long]),
         "fused_ratio_short": ratio_text(r.fused_batched[short]),
         "fused_ratio": ratio_text(r.fused_batched[long]),
