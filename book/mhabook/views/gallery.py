@@ -112,10 +112,10 @@ def table(jobs, detail=False):
         name = html.escape(job.name)
         if job.inputs != "sentences":
             name += f" (on {html.escape(job.inputs)})"
+        does = verdict(job)
+        if job.does_job and job.common:  # the median head leans to it
+            does = "yes; many heads lean to it"
         if detail:
-            does = verdict(job)
-            if job.does_job and job.common:  # the median head leans to it
-                does = "yes; many heads lean to it"
             interval = f"{job.low:.3f}–{job.high:.3f}"
             score, bar = f"{job.held_out:.3f}", f"{job.bar:.2f}"
             rows.append([name, score, interval, bar, does])
@@ -127,7 +127,7 @@ def table(jobs, detail=False):
                     f"{job.held_out:.2f}",
                     f"{job.even:.2f}",
                     f"{job.median:.2f}",
-                    verdict(job),
+                    does,
                 ]
             )
     return markdown_table(header, rows)
