@@ -950,6 +950,33 @@ EDITS = [
         refuses=r"use \.sum\(dim=1\)",
     ),
     Edit(
+        "many_heads",
+        "a sentence A without 'flies'",
+        (
+            change(
+                "pair = tokenizer(text_a, text_b",
+                '"time flies like an arrow"',
+                '"time passes like an arrow"',
+            ),
+        ),
+        until="f_a = word_position(pair_tokens[:b_start]",
+        at="f_a = word_position(pair_tokens[:b_start]",
+        refuses="'flies' is not in the tokens. Use words it has",
+    ),
+    Edit(
+        "head_costs",
+        "width 512 and 16 heads, Ex. 3 included",
+        (
+            FEWER_REPEATS,
+            change(
+                "r = costs.head_costs_results(",
+                "width=768, head_counts=(1, 4, 12)",
+                "width=512, head_counts=(1, 4, 16)",
+            ),
+        ),
+        until='glue("ex3_width"',  # the last cell
+    ),
+    Edit(
         "heads_learn",
         "Ex. 1 summed over the jobs",
         (
