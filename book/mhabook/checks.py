@@ -224,10 +224,17 @@ def _explained(forward, name):
             if not re.search(slip, str(error)):
                 raise  # not a slip of shapes (nor one of the chapter's own)
             loop = name == "MultiHeadAttention"  # its heads one by one
+            parts = self.named_modules()  # a hook on a part runs inside too
+            hooked = [
+                part
+                for part, m in parts
+                if part and (m._forward_pre_hooks or m._forward_hooks)
+            ]
+            where = f" or the hook on {hooked[0]}" if hooked else ""
             raise ValueError(
                 f"{name}.forward stopped inside PyTorch ({error}). The input "
-                f"was (B, T, d), so check the forward's code: compare each "
-                f"step's shape with the comment beside it, "
+                f"was (B, T, d), so check the forward's code{where}: compare "
+                f"each step's shape with the comment beside it, "
                 + (
                     "(B, T, d_k) for each head's output and (B, T, h * d_k) "
                     "for their concatenation"

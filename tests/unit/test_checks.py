@@ -148,6 +148,20 @@ def test_a_slip_in_a_layers_forward_is_named_where_it_happens(
         layer(x)
 
 
+def test_a_slip_in_a_hook_on_a_part_of_the_layer_names_the_hook():
+    from mhabook import MultiHeadAttention
+
+    layer = MultiHeadAttention(config(12, 2))
+
+    def slipped(module, args):  # the heads' slices, split the wrong way
+        (context,) = args
+        return (context.view(2, 4, 5, -1).flatten(2),)
+
+    layer.output_linear.register_forward_pre_hook(slipped)
+    with pytest.raises(ValueError, match="or the hook on output_linear"):
+        layer(torch.randn(2, 4, 12))
+
+
 def test_split_names_the_nearest_head_counts():
     assert check_split(768, 12) is None
     with pytest.raises(ValueError, match="such as 4 or 6"):

@@ -552,6 +552,15 @@ def test_a_row_without_three_columns_is_named_with_the_file_to_fix():
     assert "book/data/paraphrases.tsv" in str(e.value)
 
 
+def test_a_sentence_longer_than_the_positions_is_named_before_any_run():
+    sentences, rows = tiny_set()
+    sentences = [*sentences[:2], " ".join([sentences[2]] * 8), *sentences[3:]]
+    with pytest.raises(ValueError, match=r"sentence 3 .* 16 positions"):
+        heads_needed_results(
+            tiny_bert(), tiny_tokenizer(), sentences, rows, every=2
+        )
+
+
 def test_a_paraphrase_that_only_drops_a_stop_is_refused():
     sentences, rows = tiny_set()
     first = rows[0][0]

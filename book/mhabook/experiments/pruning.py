@@ -627,6 +627,7 @@ def heads_needed_results(
             f"n_curves draws that many of the n_orders random orders in "
             f"full: give n_curves <= n_orders ({n_orders}), got {n_curves}"
         )
+    check_lengths(model, tokenizer, sentences)  # each fits the positions
     chosen = list(sentences)[::every]
     if len(chosen) < 4 or len(rows) < 2:
         raise ValueError(
