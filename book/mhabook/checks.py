@@ -271,7 +271,15 @@ def takes_config(layer_class):
     @functools.wraps(init)
     def __init__(self, *args, **kwargs):
         embed_dim, num_heads = config_sizes(layer_class.__name__, args, kwargs)
-        init(self, *args, **kwargs)
+        try:
+            init(self, *args, **kwargs)
+        except TypeError as error:  # a size like 768 / 12 = 64.0 inside
+            if "float" not in str(error):
+                raise
+            raise TypeError(
+                f"{layer_class.__name__}.__init__ passed a float size to a "
+                f"layer ({error}): use // for whole sizes, d_k = d // h"
+            ) from error
         self.register_forward_pre_hook(
             _InputCheck(embed_dim), with_kwargs=True
         )

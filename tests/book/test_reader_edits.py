@@ -425,7 +425,35 @@ EDITS = [
         until="note_unless(torch.equal(tied.k.weight",
         notes=True,
     ),
+    Edit(
+        "one_head",
+        "Ex. 2 tying the head itself, not a copy",
+        (
+            change(
+                ONE_END,
+                "tied = AttentionHead(config.hidden_size, head_dim)\n"
+                "tied.load_state_dict(head.state_dict())",
+                "tied = head",
+            ),
+        ),
+        until="note_unless(torch.equal(tied.k.weight",
+        notes=True,
+    ),
     # many_heads: the sentence and its two words, the config, the layer
+    Edit(
+        "many_heads",
+        "the width split with / where // belongs",
+        (
+            change(
+                "class MultiHeadAttention(nn.Module):",
+                "embed_dim // num_heads",
+                "embed_dim / num_heads",
+            ),
+        ),
+        until="small = MultiHeadAttention(BertConfig(",  # its first call
+        refuses=r"float size .*use // for whole sizes",
+        at="small = MultiHeadAttention(BertConfig(",
+    ),
     Edit(
         "many_heads",
         "the heads' weights stacked on the batch axis",
@@ -985,6 +1013,13 @@ EDITS = [
             ),
         ),
         refuses=r"int64 \[3, 4\]: use \.sum\(dim=1\)",
+    ),
+    Edit(
+        "heads_learn",
+        "Ex. 1 counting the heads before training",
+        (change("per_job = (runs4.after", "runs4.after >", "runs4.before >"),),
+        until="trained = per_job.equal(",
+        notes=True,
     ),
     Edit(
         "sharing_kv",

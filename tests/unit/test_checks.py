@@ -305,3 +305,23 @@ def test_a_slip_inside_the_loop_layer_names_the_loop_s_shapes():
 
     with pytest.raises(ValueError, match=r"\(B, T, h \* d_k\) for their"):
         MultiHeadAttention()(torch.ones(1, 3, 4))
+
+
+@takes_config
+class SplitWithSlash(nn.Module):
+    """A layer whose __init__ slips: / where // belongs, or (no_out) an
+    nn.Linear without its out_features."""
+
+    def __init__(self, config):
+        super().__init__()
+        head_dim = config.hidden_size / config.num_attention_heads  # 4.0
+        if getattr(config, "no_out", False):
+            nn.Linear(config.hidden_size)
+        self.q = nn.Linear(config.hidden_size, head_dim)
+
+
+def test_a_float_size_inside_init_names_floor_division():
+    with pytest.raises(TypeError, match=r"SplitWithSlash.*use // .*d // h"):
+        SplitWithSlash(config())
+    with pytest.raises(TypeError, match="out_features"):  # passed on as is
+        SplitWithSlash(SimpleNamespace(**vars(config()), no_out=True))

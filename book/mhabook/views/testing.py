@@ -218,19 +218,18 @@ def between(rival):
     }
 
 
-# Head 8's two sentences, by how many of the two checks (chosen on the
+# Head 8's two sentences, by how many of the two ways round (chosen on the
 # even pairs, and on the odd; `realheads.head8_counts`) hold each: "On
-# held-out pairs, the source's pattern ...", and '"flies" in A gives the
-# word just before it more weight than its target ...'. BEFORE counts
+# held-out pairs, the lean ...", and '"arrow" wins ...'. BEFORE counts
 # either word's wins (`realheads.checks_won`).
 PATTERN = {
-    "none": "fails both checks",
-    "some": "is unsettled: one check of two holds",
-    "most": "is unsettled: one check of two holds",  # 1 of 2
-    "all": "holds in both checks",
+    "none": "fails both ways round",
+    "some": "holds only one way round",
+    "most": "holds only one way round",  # 1 of 2
+    "all": "holds both ways round",
 }
-BEFORE = {"none": "in neither check", "some": "in one check of two"}
-BEFORE["all"] = "in both checks"
+BEFORE = {"none": "neither way round", "some": "one way round of two"}
+BEFORE["all"] = "both ways round"
 BEFORE["most"] = BEFORE["some"]  # 1 of 2
 
 
