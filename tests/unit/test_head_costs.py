@@ -175,7 +175,7 @@ def test_page_verdicts_judge_ratios_as_printed_and_differences_by_sign():
         "heads_effect": "lowers",  # 0.48 to 0.60 at most heads, 0.65 to 0.75
         "few_batch": "with no heads to batch",  # the fewest heads: 1
         "batched_few": "faster than",  # 0.65 to 0.75 at h = 1
-        "batched_long": "too close to tell from",  # 0.80 to 1.12
+        "batched_long": "not clearly faster or slower than",  # 0.80 to 1.12
         "products_short": "slower than",
         "softmax_most": "slower than",
         "fused_short": "somewhat slower than",  # 1.06 to 1.08: above 1

@@ -226,7 +226,7 @@ THAN = {  # a paired ratio of times against 1 +- MATTERS, as printed
     # all on one side of 1, but not all beyond the margin
     "under": "somewhat faster than",
     "over": "somewhat slower than",
-    "wide": "too close to tell from",
+    "wide": "not clearly faster or slower than",  # crosses both edges
 }
 GAP = {  # the loop's time minus the batched layer's, against 0
     "more": "the loop took longer",
