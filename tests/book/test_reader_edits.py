@@ -417,7 +417,7 @@ EDITS = [
         "exercise 2 ties the values, not the keys",
         (
             change(
-                "tied.k.load_state_dict(",
+                ONE_END,
                 "tied.k.load_state_dict(tied.q.state_dict())",
                 "tied.v.load_state_dict(tied.q.state_dict())",
             ),
@@ -510,6 +510,19 @@ EDITS = [
                 "def qkv_parameters",
                 "head.q, head.k, head.v",
                 "head.q, head.k",
+            ),
+        ),
+        until="note_unless(one == many",
+        notes=True,
+    ),
+    Edit(
+        "many_heads",
+        "the one head built at d_k, not as wide as the layer",
+        (
+            change(
+                "def qkv_parameters",
+                "AttentionHead(d, d)",
+                "AttentionHead(d, d // h)",
             ),
         ),
         until="note_unless(one == many",
@@ -1018,6 +1031,19 @@ EDITS = [
         "heads_learn",
         "Ex. 1 counting the heads before training",
         (change("per_job = (runs4.after", "runs4.after >", "runs4.before >"),),
+        until="trained = per_job.equal(",
+        notes=True,
+    ),
+    Edit(
+        "heads_learn",
+        "Ex. 1 with a threshold of 50 for a share",
+        (
+            change(
+                "per_job = (runs4.after",
+                "runs4.after > 0.5",
+                "runs4.after > 50",
+            ),
+        ),
         until="trained = per_job.equal(",
         notes=True,
     ),

@@ -405,6 +405,7 @@ def test_the_study_runs_on_a_random_bert_and_finds_no_job_there(tmp_path):
         "jobs_done",
         "grammar_seen",
         "grammar_rival_side",
+        "grammar_wider",
         "grammar_after_side",
         "first_look",
         "flies_draws",

@@ -995,7 +995,7 @@ def test_a_word_missing_from_a_set_names_its_line(
     with pytest.raises(
         ValueError,
         match="'arrow' is not in sentence A.*; book/data/coreference.tsv, "
-        "line 3, needs it: put 'arrow' in sentence A",
+        "line 3, needs it: spell 'arrow' as sentence A has it, or put it",
     ):
         coreference_examples(
             tiny_bert(), tokenizer, rows, "book/data/coreference.tsv"

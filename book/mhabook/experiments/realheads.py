@@ -233,7 +233,9 @@ def position(example, word, segment=0, set_name=None):
     else:
         why = f"{word!r} is not in sentence {sentence} (it reads {words})"
         fix = f"put {word!r} in sentence {sentence}"
-        if set_name:  # a line of a data file: perhaps a header
+        if set_name:  # a line of a data file: a misspelling, or a header
+            fix = f"spell {word!r} as sentence {sentence} has it"
+            fix += ", or put it there"
             fix += "; a header line begins with #"
         else:
             fix += ", or name a word it has"

@@ -193,6 +193,11 @@ GRAMMAR_SEEN[False] = "favours no word clearly"
 # head's determiners do: above the low end of its held-out interval.
 RIVAL = {True: "Other words look at it as much"}
 RIVAL[False] = "The determiner looks at it most"
+# Whether other words (the words between, the word just before the
+# determiner) give the noun more than twice an even share: then the head
+# does more than the determiner's job.
+WIDER = {True: "Its job is wider than this one"}
+WIDER[False] = "Other words give the noun little"
 # Whether the token just past the noun gets at least half the noun's share
 # of the determiner's attention: a head that looked a few tokens ahead would.
 AFTER = {True: "The head may just look ahead"}
@@ -234,6 +239,15 @@ def page_verdicts(study, first, checkpoint):
                 grammar.low,
             ),
             RIVAL,
+        ),
+        (
+            "grammar_wider",  # the noun's share from the other words
+            "above",
+            (
+                max(study.grammar_between, study.grammar_before),
+                2 * grammar.even,
+            ),
+            WIDER,
         ),
         (
             "grammar_after_side",
