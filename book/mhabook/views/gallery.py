@@ -113,8 +113,8 @@ def table(jobs, detail=False):
         if job.inputs != "sentences":
             name += f" (on {html.escape(job.inputs)})"
         does = verdict(job)
-        if job.does_job and job.common:  # the median head leans to it
-            does = "yes; many heads lean to it"
+        if job.does_job and job.common:  # the median head looks there too
+            does = "yes; many heads look there too"
         if detail:
             interval = f"{job.low:.3f}–{job.high:.3f}"
             score, bar = f"{job.held_out:.3f}", f"{job.bar:.2f}"
