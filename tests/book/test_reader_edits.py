@@ -135,6 +135,20 @@ EDITS = [
     ),
     Edit(
         "one_head",
+        "the chapter's key transposed on the wrong axes",
+        (
+            change(
+                "def scaled_dot_product_attention(",
+                "key.transpose(-2, -1)",
+                "key.transpose(0, 1)",
+            ),
+        ),
+        until="hand_check(scaled_dot_product_attention)",
+        refuses=r"check its code.*transpose\(-2, -1\)",
+        at="hand_check(scaled_dot_product_attention)",
+    ),
+    Edit(
+        "one_head",
         "a diagonal summed, not averaged",
         (
             change(
@@ -892,6 +906,19 @@ EDITS = [
         until="if largest >= 1e-4",
         refuses="apply W\\^O a second time",
         at="if largest >= 1e-4",
+    ),
+    Edit(
+        "testing_heads",
+        "exercise 1 scored on the pairs that chose the head",
+        (
+            change(
+                "held_out, top_k, k, chance = flies[1::2]",
+                "flies[1::2], 0, 3",
+                "flies[0::2], 0, 3",
+            ),
+        ),
+        until="chose = {id(ex)",
+        notes=True,
     ),
     Edit(
         "sharing_kv",

@@ -281,3 +281,12 @@ def test_hand_check_notes_an_inverted_mask(capsys):
     assert "inverted mask: use masked_fill(~mask" in capsys.readouterr().out
     hand_check(lambda q, k, v: attention(q, k, v))  # no mask argument
     assert capsys.readouterr().out == ""
+
+
+def test_hand_check_says_to_check_a_function_that_fails_on_its_shapes():
+    def attention(q, k, v):  # the key transposed on the wrong axes
+        weights = (q @ k.transpose(0, 1) / 2).softmax(-1)
+        return weights @ v, weights
+
+    with pytest.raises(ValueError, match=r"attention stopped inside PyTorch"):
+        hand_check(attention)

@@ -248,7 +248,7 @@ def test_the_picture_table_says_yes_no_or_cannot_tell_for_each_choice():
     assert "head 3, chosen on the even pairs" in rows[0]
     assert "head 5, chosen on the odd pairs" in rows[0]
     assert rows[2] == (
-        "| the lean: score (95% interval), bar 1 "
+        "| the pattern: score (95% interval), bar 1 "
         "| yes: 1.20 (1.10 to 1.30) | no: 1.00 (0.90 to 1.10) |"
     )
     assert rows[3].endswith("| yes | no: the word before wins |")
@@ -605,6 +605,6 @@ def test_the_head_8_account_reads_the_weak_form_then_the_place_control():
         count: decide("how_many", (count, 2), gallery.READING)[1]
         for count in (0, 1, 2)
     }
-    assert words[2] == "can come from place alone"
+    assert words[2] == "can come from word positions alone"
     assert words[1] == "needs the two senses to differ"
     assert words[0] == "does not appear"

@@ -32,7 +32,15 @@ def hand_check(attention):
     small enough not to saturate, is not softmax(x x^T / sqrt(4)), and
     when a causal mask lets the first query see a later key."""
     x = torch.arange(12.0).view(1, 3, 4) / 10
-    weights = attention(x, x, x)[1]  # (1, 3, 3)
+    try:
+        weights = attention(x, x, x)[1]  # (1, 3, 3)
+    except RuntimeError as error:  # a slip in the function's own code
+        raise ValueError(
+            f"{attention.__name__} stopped inside PyTorch on query = key = "
+            f"value of shape (1, 3, 4) ({error}): check its code; the "
+            f"scores are query @ key.transpose(-2, -1), (B, T, d_k) @ "
+            f"(B, d_k, T) -> (B, T, T)"
+        ) from error
     rows = weights.sum(-1).allclose(torch.ones(1, 3))  # over the keys
     note_unless(rows, "rows must sum to 1: softmax(scores, dim=-1)")
     by_hand = (x @ x.mT / 2).softmax(-1)

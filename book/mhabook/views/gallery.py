@@ -148,7 +148,7 @@ def picture_table(flies, swapped, rival=True):
         f"head {swapped.head}, chosen on the odd pairs",
     ]
     rows = [
-        ["the lean: score (95% interval), bar 1"]
+        ["the pattern: score (95% interval), bar 1"]
         + [
             f"{pattern[t.pattern_holds]}: {t.score.mean:.2f} "
             f"({t.score.low:.2f} to {t.score.high:.2f})"
@@ -176,11 +176,11 @@ def source_answers(study):
 
 SIDES = {True: "in sentence B", False: "in sentence A"}
 # What the closest layer-0 head shows (`RealHeads.flies_reading`): it fails
-# the lean toward the picture (none), passes it but not with B a copy of A
+# the test of the picture (none), passes it but not with B a copy of A
 # (some), or passes both: it needs no difference in sense (all).
 READING = {"none": "does not appear"}
 READING["some"] = READING["most"] = "needs the two senses to differ"
-READING["all"] = "can come from place alone"
+READING["all"] = "can come from word positions alone"
 
 
 # Whether the grammar head's held-out interval clears both baselines.
@@ -257,19 +257,16 @@ def page_verdicts(study, first, checkpoint):
         ),
         ("first_look", "above", (study.on_pair(first), 0.5), look),
         (
-            "flies_draws",  # the lean, held out
+            "flies_draws",  # the pattern, held out
             "above",
             (int(study.flies.pattern_holds), 0),
-            {
-                True: 'leans toward each "flies"\' own targets',
-                False: "does not lean toward those targets",
-            },
+            {True: "yes", False: "not clearly"},
         ),
         (
             "copies_pass",  # the place control: B a copy of A
             "above",
             (int(study.same_sense.pattern_holds), 0),
-            {True: "leans that way", False: "does not lean that way"},
+            {True: "shows the same pattern", False: "loses the pattern"},
         ),
         ("flies_reading", "how_many", (study.flies_reading, 2), READING),
     ]

@@ -220,7 +220,7 @@ def between(rival):
 
 # Head 8's two sentences, by how many of the two ways round (chosen on the
 # even pairs, and on the odd; `realheads.head8_counts`) hold each: "On
-# held-out pairs, the lean ...", and '"arrow" wins ...'. BEFORE counts
+# held-out pairs, the pattern ...", and '"arrow" wins ...'. BEFORE counts
 # either word's wins (`realheads.checks_won`).
 PATTERN = {
     "none": "fails both ways round",
@@ -280,7 +280,7 @@ def page_verdicts(results):
             "same_sense",  # the same head on pairs whose B copies A
             "above",
             (int(results.same_sense.pattern_holds), 0),
-            {True: "still leans that way", False: "does not lean that way"},
+            {True: "still shows it", False: "no longer shows it"},
         ),
         (
             "same_sense_means",
