@@ -180,7 +180,7 @@ SIDES = {True: "in sentence B", False: "in sentence A"}
 # (some), or passes both: it needs no difference in sense (all).
 READING = {"none": "does not appear"}
 READING["some"] = READING["most"] = "needs the two senses to differ"
-READING["all"] = "can come from word positions alone"
+READING["all"] = "needs no difference in sense"
 
 
 # Whether the grammar head's held-out interval clears both baselines.

@@ -223,13 +223,13 @@ def between(rival):
 # held-out pairs, the pattern ...", and '"arrow" wins ...'. BEFORE counts
 # either word's wins (`realheads.checks_won`).
 PATTERN = {
-    "none": "fails both ways round",
-    "some": "holds only one way round",
-    "most": "holds only one way round",  # 1 of 2
-    "all": "holds both ways round",
+    "none": "fails on both halves",
+    "some": "holds on only one half",
+    "most": "holds on only one half",  # 1 of 2
+    "all": "holds on both halves",
 }
-BEFORE = {"none": "neither way round", "some": "one way round of two"}
-BEFORE["all"] = "both ways round"
+BEFORE = {"none": "on neither half", "some": "on one half of two"}
+BEFORE["all"] = "on both halves"
 BEFORE["most"] = BEFORE["some"]  # 1 of 2
 
 
