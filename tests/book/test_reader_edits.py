@@ -149,6 +149,20 @@ EDITS = [
     ),
     Edit(
         "one_head",
+        "the off-diagonal mask without its ~",
+        (
+            change(
+                "off = ~torch.eye(len(tokens)",
+                "off = ~torch.eye(",
+                "off = torch.eye(",
+            ),
+        ),
+        until="if off.diagonal().any()",
+        refuses=r"every pair but \(i, i\): use ~torch.eye",
+        at="if off.diagonal().any()",
+    ),
+    Edit(
+        "one_head",
         "a diagonal summed, not averaged",
         (
             change(
@@ -906,6 +920,18 @@ EDITS = [
         until="if largest >= 1e-4",
         refuses="apply W\\^O a second time",
         at="if largest >= 1e-4",
+    ),
+    Edit(
+        "real_heads",
+        "exercise 2's first word counted from [CLS]",
+        (
+            change(
+                "def first_word(example):",
+                "int(segments.argmax()), 1)",
+                "int(segments.argmax()), 0)",
+            ),
+        ),
+        refuses="mark only words",
     ),
     Edit(
         "testing_heads",

@@ -608,3 +608,18 @@ def test_the_head_8_account_reads_the_weak_form_then_the_place_control():
     assert words[2] == "needs no difference in sense"
     assert words[1] == "needs the two senses to differ"
     assert words[0] == "does not appear"
+
+
+def test_a_readers_job_with_cls_or_sep_targets_is_refused_unless_asked():
+    def to_first_token(example):  # off by one: position 0 is [CLS]
+        T = len(example["tokens"])
+        targets = torch.zeros(T, T, dtype=torch.bool)
+        targets[:, 0] = jobs.rh.is_word(example)
+        return targets
+
+    examples = [example() for _ in range(4)]
+    with pytest.raises(ValueError, match=r"mark only words.*specials=True"):
+        jobs.best_at(examples, to_first_token)
+    found = jobs.best_at(examples, to_first_token, specials=True)
+    assert found.name == "to first token"
+    jobs.best_at(examples, "[CLS]")  # the gallery's own [CLS] job

@@ -1216,6 +1216,7 @@ def test_a_flies_pair_must_be_built_like_the_sources():
     source += ["fruit flies like a banana", "fruit", "banana"]
     check_template(source)  # nothing to say
     check_template(["news flies like fire", "fire", *source[2:]])  # no "a"
+    check_template(["Time Flies like an Arrow", "arrow", *source[2:]])  # case
     far = ["time flies fast like an arrow", "arrow", *source[2:]]
     with pytest.raises(ValueError, match="not built like the source's pair"):
         check_template(far, "flies_pairs.tsv")

@@ -207,10 +207,12 @@ def nanmean0(values):
 FEW_HELD_OUT = 8
 
 
-def best_at(examples, job, seed=0, choose_on="even"):
+def best_at(examples, job, seed=0, choose_on="even", specials=False):
     """A `Job`: the head with the highest score on the even examples, its
     score on the odd ones with a 95% bootstrap interval, and baselines.
-    choose_on="odd" chooses on the odd examples and scores on the even."""
+    choose_on="odd" chooses on the odd examples and scores on the even. A
+    job not of JOBS that marks [CLS] or [SEP] as a target is refused
+    unless `specials`: heads park attention there."""
     if choose_on not in ("even", "odd"):
         raise ValueError(f"choose_on is 'even' or 'odd', not {choose_on!r}")
     other = "odd" if choose_on == "even" else "even"
@@ -223,6 +225,15 @@ def best_at(examples, job, seed=0, choose_on="even"):
             f"target for this job: add sentences where the job applies"
         )
     layer, head = rh.best_head(choose)
+    rule = job_rule(job) if isinstance(job, str) else job
+    if not specials and rule not in JOBS.values():  # a job of the reader's
+        if any((rule(ex) & ~_words(ex)).any() for ex in examples):
+            raise ValueError(
+                "this job marks [CLS] or [SEP] as a target, so its best head "
+                "may be one that parks attention there: mark only words "
+                "(where rh.is_word(example) is True), or pass specials=True "
+                "to score [CLS] and [SEP] as targets"
+            )
     odd, odd_even = scores[1 - first :: 2], even[1 - first :: 2]
     keep = ~torch.isnan(odd_even)
     if not keep.any():

@@ -449,8 +449,8 @@ def check_template(row, set_name=None):
     """Refuse a claim-2 row that is not built like the source's pair: in A,
     "... flies like a <A's target>"; in B, "<B's first target> flies like a
     <B's second target>", the "a" optional. The pages argue from those
-    places."""
-    a, target_a, b, first_b, second_b = row
+    places. Capitals do not count: the words are compared in lower case."""
+    a, target_a, b, first_b, second_b = (part.casefold() for part in row)
     words_a, words_b = a.split(), b.split()
     places = "flies" in words_a and "flies" in words_b
     if places:

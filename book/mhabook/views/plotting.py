@@ -105,7 +105,8 @@ def attention_heatmap(weights, tokens, ax=None, title=None, annotate=True):
         raise ValueError(
             f"{len(tokens)} tokens need a {len(tokens)}x{len(tokens)} map, "
             f"got {weights.shape}: pass one label per row of the map (the "
-            f"tokens the map was computed on)"
+            f"tokens the map was computed on), or, after changing the text, "
+            f"re-run the cells that compute the map from it"
         )
     if ax is None:
         _, ax = plt.subplots(figsize=(3.6, 3.2))
