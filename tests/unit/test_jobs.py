@@ -605,8 +605,8 @@ def test_the_head_8_account_reads_the_weak_form_then_the_place_control():
         count: decide("how_many", (count, 2), gallery.READING)[1]
         for count in (0, 1, 2)
     }
-    assert words[2] == "needs no difference in sense"
-    assert words[1] == "needs the two senses to differ"
+    assert words[2] == "appears, even with B copying A"
+    assert words[1] == "appears, but not with B copying A"
     assert words[0] == "does not appear"
 
 

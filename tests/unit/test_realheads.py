@@ -818,8 +818,8 @@ def test_the_page_finds_the_planted_claim_heads():
     assert found["claim_1"] == ("all", "every head")  # keeps to its own
     # claim_head's "flies" in A: its target over its subject and B's "f"
     assert found["rival_first_b"][0] == "more"
-    assert found["pattern_halves"] == ("all", "holds on both halves")
-    assert found["before_halves"] == ("none", "on neither half")
+    assert found["pattern_halves"] == ("all", "holds in both halves")
+    assert found["before_halves"] == ("none", "in neither half")
     assert found["c2_forward"][0] is found["swap_holds"][0] is True
     assert found["same_head"] == (True, "the same head")  # one planted
     assert found["same_sense"] == (True, "still shows it")

@@ -179,8 +179,8 @@ SIDES = {True: "in sentence B", False: "in sentence A"}
 # the test of the picture (none), passes it but not with B a copy of A
 # (some), or passes both: it needs no difference in sense (all).
 READING = {"none": "does not appear"}
-READING["some"] = READING["most"] = "needs the two senses to differ"
-READING["all"] = "needs no difference in sense"
+READING["some"] = READING["most"] = "appears, but not with B copying A"
+READING["all"] = "appears, even with B copying A"
 
 
 # Whether the grammar head's held-out interval clears both baselines.

@@ -143,7 +143,7 @@ def page_verdicts(r):
             {
                 "more": "more than doubled",
                 "less": "less than doubled",
-                "same": "roughly doubled",
+                "same": "could not be told from doubling",
             },
         ),
         (
@@ -153,7 +153,7 @@ def page_verdicts(r):
             {
                 "more": "grew",
                 "less": "fell",
-                "same": "could not be told from no change",
+                "same": "could not be pinned down here",
             },
         ),
         (
@@ -299,7 +299,7 @@ def page_numbers(r, model_name):
         "speedup_text": ratio_text(t.speedup),
         "speedup_first": number(t.speedups[0].median),
         "speedup_of_medians": number(t.speedup.of_medians),
-        "growth_without": t.growth_without.median,
+        "growth_without_text": ratio_text(t.growth_without),
         "growth_of_medians": number(t.growth_without.of_medians),
         "flop_growth": t.flop_growth,
         "growth_with_text": ratio_text(t.growth_with),

@@ -223,13 +223,13 @@ def between(rival):
 # held-out pairs, the pattern ...", and '"arrow" wins ...'. BEFORE counts
 # either word's wins (`realheads.checks_won`).
 PATTERN = {
-    "none": "fails on both halves",
-    "some": "holds on only one half",
-    "most": "holds on only one half",  # 1 of 2
-    "all": "holds on both halves",
+    "none": "fails in both halves",
+    "some": "holds in one half only",
+    "most": "holds in one half only",  # 1 of 2
+    "all": "holds in both halves",
 }
-BEFORE = {"none": "on neither half", "some": "on one half of two"}
-BEFORE["all"] = "on both halves"
+BEFORE = {"none": "in neither half", "some": "in one of the two halves"}
+BEFORE["all"] = "in both halves"
 BEFORE["most"] = BEFORE["some"]  # 1 of 2
 
 
