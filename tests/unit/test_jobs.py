@@ -306,7 +306,7 @@ def test_the_study_runs_on_a_random_bert_and_finds_no_job_there(tmp_path):
     )
     # the grammar job reads the noun phrases, one target per sentence
     assert study.grammar.name == jobs.GRAMMAR
-    assert study.grammar.inputs == "noun phrases"
+    assert study.grammar.inputs == "one noun-phrase template"
     assert len(study.phrases) == len(rh.load_table(rh.SETS["phrases"]))
     rows = study.grammar_rows
     assert len(rows) == len(study.phrases[1::2])  # held out: the odd rows
@@ -605,9 +605,9 @@ def test_the_head_8_account_reads_the_weak_form_then_the_place_control():
         count: decide("how_many", (count, 2), gallery.READING)[1]
         for count in (0, 1, 2)
     }
-    assert words[2] == "appears, even with B copying A"
-    assert words[1] == "appears, but not with B copying A"
-    assert words[0] == "does not appear"
+    assert words[2] == "passes, even with B copying A"
+    assert words[1] == "passes, but not with B copying A"
+    assert words[0] == "fails"
 
 
 def test_a_readers_job_with_cls_or_sep_targets_is_refused_unless_asked():

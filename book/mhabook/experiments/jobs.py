@@ -365,7 +365,7 @@ def grammar_job(model, tokenizer):
     the odd, and those sentences from `phrase_examples`."""
     examples = phrase_examples(model, tokenizer)
     (job,) = gallery(examples, {GRAMMAR: determiner_noun})
-    job.inputs = "noun phrases"
+    job.inputs = "one noun-phrase template"
     return job, examples
 
 

@@ -178,9 +178,9 @@ SIDES = {True: "in sentence B", False: "in sentence A"}
 # What the closest layer-0 head shows (`RealHeads.flies_reading`): it fails
 # the test of the picture (none), passes it but not with B a copy of A
 # (some), or passes both: it needs no difference in sense (all).
-READING = {"none": "does not appear"}
-READING["some"] = READING["most"] = "appears, but not with B copying A"
-READING["all"] = "appears, even with B copying A"
+READING = {"none": "fails"}
+READING["some"] = READING["most"] = "passes, but not with B copying A"
+READING["all"] = "passes, even with B copying A"
 
 
 # Whether the grammar head's held-out interval clears both baselines.
