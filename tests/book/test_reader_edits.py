@@ -149,6 +149,19 @@ EDITS = [
     ),
     Edit(
         "one_head",
+        "the chapter's output averaging the keys",
+        (
+            change(
+                "def scaled_dot_product_attention(",
+                "return weights @ value, weights",
+                "return weights @ key, weights",
+            ),
+        ),
+        until="hand_check(scaled_dot_product_attention)",
+        notes=True,
+    ),
+    Edit(
+        "one_head",
         "the off-diagonal mask without its ~",
         (
             change(

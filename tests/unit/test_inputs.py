@@ -290,3 +290,14 @@ def test_hand_check_says_to_check_a_function_that_fails_on_its_shapes():
 
     with pytest.raises(ValueError, match=r"attention stopped inside PyTorch"):
         hand_check(attention)
+
+
+def test_hand_check_notes_an_output_that_averages_the_keys(capsys):
+    def attention(q, k, v, of_keys=False):  # no mask: that check is skipped
+        weights = (q @ k.mT / 2).softmax(-1)
+        return weights @ (k if of_keys else v), weights
+
+    hand_check(attention)
+    assert capsys.readouterr().out == ""
+    hand_check(lambda q, k, v: attention(q, k, v, of_keys=True))
+    assert "weights @ value" in capsys.readouterr().out

@@ -43,6 +43,10 @@ def hand_check(attention):
         ) from error
     rows = weights.sum(-1).allclose(torch.ones(1, 3))  # over the keys
     note_unless(rows, "rows must sum to 1: softmax(scores, dim=-1)")
+    value = x.flip(-1)  # a value unlike the key, to tell the two apart
+    output, mixed = attention(x, x, value)
+    averaged = output.allclose(mixed @ value, atol=1e-6)
+    note_unless(averaged, "the output averages the values: weights @ value")
     by_hand = (x @ x.mT / 2).softmax(-1)
     if rows and not weights.allclose(by_hand):  # the scale, from row 0
         raw, logs = (x @ x.mT)[0, 0], weights[0, 0].log()
