@@ -28,24 +28,23 @@ def note_unless(holds, message):
 
 
 def hand_check(attention):
-    """Note what is off when `attention(x, x, x)`, on 3 tokens of d_k = 4
+    """Note what is off when `attention(x, x, v)`, on 3 tokens of d_k = 4
     small enough not to saturate, is not softmax(x x^T / sqrt(4)), and
     when a causal mask lets the first query see a later key."""
     x = torch.arange(12.0).view(1, 3, 4) / 10
+    value = x.flip(-1)  # a value unlike the key, to tell the two apart
     try:
-        weights = attention(x, x, x)[1]  # (1, 3, 3)
+        output, weights = attention(x, x, value)  # weights (1, 3, 3)
     except RuntimeError as error:  # a slip in the function's own code
         raise ValueError(
-            f"{attention.__name__} stopped inside PyTorch on query = key = "
-            f"value of shape (1, 3, 4) ({error}): check its code; the "
+            f"{attention.__name__} stopped inside PyTorch on a query, key "
+            f"and value of shape (1, 3, 4) ({error}): check its code; the "
             f"scores are query @ key.transpose(-2, -1), (B, T, d_k) @ "
             f"(B, d_k, T) -> (B, T, T)"
         ) from error
     rows = weights.sum(-1).allclose(torch.ones(1, 3))  # over the keys
     note_unless(rows, "rows must sum to 1: softmax(scores, dim=-1)")
-    value = x.flip(-1)  # a value unlike the key, to tell the two apart
-    output, mixed = attention(x, x, value)
-    averaged = output.allclose(mixed @ value, atol=1e-6)
+    averaged = output.allclose(weights @ value, atol=1e-6)
     note_unless(averaged, "the output averages the values: weights @ value")
     by_hand = (x @ x.mT / 2).softmax(-1)
     if rows and not weights.allclose(by_hand):  # the scale, from row 0

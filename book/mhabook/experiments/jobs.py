@@ -218,13 +218,7 @@ def best_at(examples, job, seed=0, choose_on="even", specials=False):
     other = "odd" if choose_on == "even" else "even"
     first = 0 if choose_on == "even" else 1
     scores, even = job_shares(examples, job)
-    choose, n_choose = nanmean0(scores[first::2])
-    if n_choose == 0:
-        raise ValueError(
-            f"no example of the {choose_on} rows has a query word with a "
-            f"target for this job: add sentences where the job applies"
-        )
-    layer, head = rh.best_head(choose)
+    # after job_shares has checked each grid's shape
     rule = job_rule(job) if isinstance(job, str) else job
     if not specials and rule not in JOBS.values():  # a job of the reader's
         if any((rule(ex) & ~_words(ex)).any() for ex in examples):
@@ -234,6 +228,13 @@ def best_at(examples, job, seed=0, choose_on="even", specials=False):
                 "(where rh.is_word(example) is True), or pass specials=True "
                 "to score [CLS] and [SEP] as targets"
             )
+    choose, n_choose = nanmean0(scores[first::2])
+    if n_choose == 0:
+        raise ValueError(
+            f"no example of the {choose_on} rows has a query word with a "
+            f"target for this job: add sentences where the job applies"
+        )
+    layer, head = rh.best_head(choose)
     odd, odd_even = scores[1 - first :: 2], even[1 - first :: 2]
     keep = ~torch.isnan(odd_even)
     if not keep.any():
