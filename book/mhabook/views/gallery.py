@@ -103,7 +103,7 @@ def table(jobs, detail=False):
     does the job (`verdict`). detail=True gives the score's 95% interval
     and the job's bar in place of the head and the baselines."""
     header = ["job", "best head (layer, head)"]
-    header += ["held-out score", "even spread", "median head", "clearly?"]
+    header += ["held-out score", "even spread", "median head", "does the job?"]
     if detail:
         header = ["job", "held-out score", "95% interval", "bar"]
         header += ["does the job?"]
