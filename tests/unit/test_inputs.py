@@ -170,6 +170,9 @@ def test_a_data_file_saved_with_a_byte_order_mark_reads_the_same(
     (tmp_path / "set.txt").write_text("Time flies\ntime  flies\n")
     with pytest.raises(ValueError, match="line 2, repeats line 1 .capitals"):
         embedding.load_lines("set.txt")  # the tokenizer reads one sentence
+    (tmp_path / "set.txt").write_text("Time flies.\ntime flies\n")
+    with pytest.raises(ValueError, match="line 2, repeats line 1 .capitals"):
+        embedding.load_lines("set.txt")  # the same words, one sentence
     (tmp_path / "set.txt").write_text("a name [SEP] a name\n")
     with pytest.raises(ValueError, match=r"line 1, holds \[SEP\], which"):
         embedding.load_lines("set.txt")  # a marker, not a word

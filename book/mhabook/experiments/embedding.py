@@ -79,12 +79,12 @@ def load_lines(name, repeats=False, table=False):
                 f"the tokenizer reads as its own marker, not as a word: "
                 f"write the sentence's words alone"
             )
-        key = same_text(text)
+        key = tuple(re.findall(r"\w+", same_text(text)))  # its words
         if key in seen and not repeats:
             raise ValueError(
                 f"book/data/{name}, line {number}, repeats line "
-                f"{seen[key]} (capitals, accents and spaces aside, as the "
-                f"tokenizer reads them): it would count twice. Delete one"
+                f"{seen[key]} (capitals, accents, spaces and punctuation "
+                f"aside): it would count twice. Delete one"
             )
         seen.setdefault(key, number)
         kept.append(line)

@@ -98,12 +98,12 @@ DOES = {"yes": "does", "partly": "partly does", "no": "does not do"}
 
 
 def table(jobs, detail=False):
-    """The gallery as a Markdown table, one row per job: its best head,
-    that head's held-out score beside the two baselines, and whether it
-    does the job (`verdict`). detail=True gives the score's 95% interval
-    and the job's bar in place of the head and the baselines."""
+    """The gallery as a Markdown table, one row per job: its best head and
+    that head's held-out score beside the two baselines. detail=True gives
+    instead the score's 95% interval, the job's bar and whether the head
+    does the job (`verdict`)."""
     header = ["job", "best head (layer, head)"]
-    header += ["held-out score", "even spread", "median head", "does the job?"]
+    header += ["held-out score", "even spread", "median head"]
     if detail:
         header = ["job", "held-out score", "95% interval", "bar"]
         header += ["does the job?"]
@@ -127,7 +127,6 @@ def table(jobs, detail=False):
                     f"{job.held_out:.2f}",
                     f"{job.even:.2f}",
                     f"{job.median:.2f}",
-                    does,
                 ]
             )
     return markdown_table(header, rows)

@@ -162,6 +162,7 @@ def page_numbers(results):
         # the heads that pass neither way round
         "c1_rest": c1.n_heads - c1.replicated - c1.reversed,
         "c1_reversed": c1.reversed,
+        "c1_others": c1.n_heads - c1.replicated,  # all that do not pass
         "c1_candidates": c1.candidates,
         "c1_chance": 0.025 * c1.candidates,  # odd intervals above by luck
         "cls_share": c1.cls_share,
