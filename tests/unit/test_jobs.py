@@ -411,6 +411,7 @@ def test_the_study_runs_on_a_random_bert_and_finds_no_job_there(tmp_path):
         "flies_draws",
         "copies_pass",
         "flies_reading",
+        "upper_subject",
     ]
     for name, rule, args, phrases in verdicts:
         decide(rule, args, phrases)

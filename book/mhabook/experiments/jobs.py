@@ -416,6 +416,10 @@ class RealHeads:
     largest_difference: float  # the chapter's layers against the model's
     same_sense: rh.FliesTest | None = None  # `flies` on B = A, a control
     flies_pairs: list = ()  # the pairs of flies_pairs.tsv, run
+    # the same search in layers 1 and up, chosen on the even pairs and on
+    # the odd: where a head could use sense
+    upper: rh.FliesTest | None = None
+    upper_swapped: rh.FliesTest | None = None
 
     @property
     def presets(self):
@@ -714,4 +718,6 @@ def real_heads_results(model, tokenizer, text_a, text_b):
         largest_difference=chapter_difference(model, hidden_states, attention),
         same_sense=rh.place_control(model, tokenizer, claim.layer0),
         flies_pairs=flies,
+        upper=claim.upper,
+        upper_swapped=claim.upper_swapped,
     )

@@ -6,6 +6,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from ..experiments.jobs import determiner_noun
+from ..experiments.realheads import checks_won
 from .sharing import markdown_table
 
 
@@ -174,6 +175,12 @@ def source_answers(study):
 
 
 SIDES = {True: "in sentence B", False: "in sentence A"}
+# In how many of the two halves a check holds ("... wins in both halves"):
+# the `how_many` rule on a count of 2 (`realheads.checks_won`).
+BEFORE = {"none": "in neither half", "some": "in one of the two halves"}
+BEFORE["all"] = "in both halves"
+BEFORE["most"] = BEFORE["some"]  # 1 of 2
+
 # What the closest layer-0 head shows (`RealHeads.flies_reading`): it fails
 # the test of the picture (none), passes it but not with B a copy of A
 # (some), or passes both: it needs no difference in sense (all).
@@ -220,6 +227,8 @@ def page_verdicts(study, first, checkpoint):
     look = {True: "mostly there", False: "mostly elsewhere"}
     grammar = study.grammar
     base = max(grammar.even, grammar.median)  # `Job.beats_baselines`
+    # above layer 0: the halves where "flies" in A favours its subject
+    upper_subject = checks_won((study.upper, study.upper_swapped), "less")
     return [
         ("model_phrase", "above", (int(checkpoint.is_bundled), 0), MODEL),
         (
@@ -268,4 +277,5 @@ def page_verdicts(study, first, checkpoint):
             {True: "shows the same pattern", False: "loses the pattern"},
         ),
         ("flies_reading", "how_many", (study.flies_reading, 2), READING),
+        ("upper_subject", "how_many", (upper_subject, 2), BEFORE),
     ]

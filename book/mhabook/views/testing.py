@@ -10,7 +10,7 @@ import torch
 
 from ..experiments.jobs import CLEAR
 from ..experiments.realheads import checks_won, head8_counts
-from .gallery import table
+from .gallery import BEFORE, table
 from .plotting import PALETTE, head_scatter
 
 
@@ -162,7 +162,6 @@ def page_numbers(results):
         # the heads that pass neither way round
         "c1_rest": c1.n_heads - c1.replicated - c1.reversed,
         "c1_reversed": c1.reversed,
-        "c1_others": c1.n_heads - c1.replicated,  # all that do not pass
         "c1_candidates": c1.candidates,
         "c1_chance": 0.025 * c1.candidates,  # odd intervals above by luck
         "cls_share": c1.cls_share,
@@ -229,9 +228,6 @@ PATTERN = {
     "most": "holds in one half only",  # 1 of 2
     "all": "holds in both halves",
 }
-BEFORE = {"none": "in neither half", "some": "in one of the two halves"}
-BEFORE["all"] = "in both halves"
-BEFORE["most"] = BEFORE["some"]  # 1 of 2
 
 
 def page_verdicts(results):
