@@ -89,8 +89,8 @@ JOBS = {
 PAIR_JOBS = ("same word, other sentence",)  # need two sentences in one input
 # Each job's targets, as the head view's guide names them for a word.
 TARGETS = {
-    "previous word": "the word just before it",
-    "next word": "the word just after it",
+    "previous word": "the word before it",
+    "next word": "the word after it",
     "same word, other sentence": "the same word in the other sentence",
     "[CLS]": "[CLS]",
     "[SEP]": "[SEP]",

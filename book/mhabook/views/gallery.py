@@ -268,7 +268,7 @@ def page_verdicts(study, first, checkpoint):
             "flies_draws",  # the pattern, held out
             "above",
             (int(study.flies.pattern_holds), 0),
-            {True: "yes", False: "not clearly"},
+            {True: "yes, but the test is loose", False: "not clearly"},
         ),
         (
             "copies_pass",  # the place control: B a copy of A

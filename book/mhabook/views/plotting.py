@@ -752,7 +752,7 @@ def multi_head_overview(tokens, hidden_size, num_heads):
     def weights(x_mid, i):  # schematic: each head its own pattern
         x0, cell = x_mid - tall / 2, tall / T
         _glyph(ax, x0, y, tall, tall, "white", alpha=1.0)
-        shift = shown.index(i)
+        shift = shown.index(i) + 1  # head 0 on the next token, not itself
         for q in range(T):
             k = (q + shift) % T
             ax.add_patch(

@@ -220,15 +220,6 @@ def page_verdicts(result):
             },
         ),
         (
-            "half_vs_paraphrase",  # "... stays <phrase> is (cosine ...)"
-            "above",
-            (r.fid_half, r.cos_paraphrase),
-            {
-                True: "nearer the original than a paraphrase",
-                False: "no nearer the original than a paraphrase",
-            },
-        ),
-        (
             "rest_verdict",
             "compare",
             (r.fid_half, r.fid_half, min(r.rest_half), max(r.rest_half)),
