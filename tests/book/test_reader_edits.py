@@ -543,6 +543,13 @@ EDITS = [
         (change("strength = 4.0  # as the pointer heads", "4.0", "0.0"),),
         refuses="keep 0 < strength",
     ),
+    Edit(  # reader-edit set 36 #9: the split glued from one weight only
+        "many_heads",
+        "the one-head split pointed at the verb, not the likened word",
+        (change("(K[time] + K[arrow])", "K[arrow]", "K[flies]"),),
+        until='glue("split_weight"',
+        notes=True,
+    ),
     Edit(
         "many_heads",
         "the value map left out of the count",
@@ -1023,7 +1030,21 @@ EDITS = [
             ),
         ),
         until='glue("dropout_p"',
-        refuses="masked keys got weight: apply dropout after softmax",
+        refuses="masked keys weighted: check mask, dropout after softmax",
+        at='glue("dropout_p"',
+    ),
+    Edit(  # reader-edit set 36 #17: blamed dropout alone
+        "all_heads",
+        "the dropout demo's causal mask inverted",
+        (
+            change(
+                "mask = causal_mask(T)  # the mask of Fig. 3.1; try None",
+                "mask = causal_mask(T)",
+                "mask = ~causal_mask(T)",
+            ),
+        ),
+        until='glue("dropout_p"',
+        refuses="masked keys weighted: check mask",
         at='glue("dropout_p"',
     ),
     Edit(
