@@ -33,6 +33,12 @@ def same_text(text):
     return " ".join(letters.split())
 
 
+def same_words(text):
+    """The words of `text` as an uncased tokenizer reads them
+    (`same_text`), without punctuation."""
+    return tuple(re.findall(r"\w+", same_text(text)))
+
+
 def load_lines(name, repeats=False, table=False):
     """The non-empty, non-comment lines of book/data/<name> (a byte-order
     mark, as some editors save one, is dropped, wherever it stands); a
@@ -79,7 +85,7 @@ def load_lines(name, repeats=False, table=False):
                 f"the tokenizer reads as its own marker, not as a word: "
                 f"write the sentence's words alone"
             )
-        key = tuple(re.findall(r"\w+", same_text(text)))  # its words
+        key = same_words(text)
         if key in seen and not repeats:
             raise ValueError(
                 f"book/data/{name}, line {number}, repeats line "

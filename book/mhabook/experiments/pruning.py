@@ -24,7 +24,7 @@ import torch
 import torch.nn.functional as F
 
 from mhabook.deeper_checks import group_by_layer
-from mhabook.experiments.embedding import check_lengths, same_text
+from mhabook.experiments.embedding import check_lengths, same_words
 from mhabook.layers.all_heads import batched_from_bert
 from mhabook.layers.heads_needed import without_head, zero_heads_hook
 
@@ -182,12 +182,6 @@ def _variants_hook(keep):
 def cosines(reference, changed):
     """(N,): each row's cosine similarity with its reference row."""
     return F.cosine_similarity(reference, changed, dim=-1)
-
-
-def _words(text):
-    """The words of `text` as an uncased tokenizer reads them
-    (`same_text`), without punctuation."""
-    return tuple(re.findall(r"\w+", same_text(text)))
 
 
 def paraphrase_rows(sentences, paraphrases, partners):
@@ -645,7 +639,9 @@ def heads_needed_results(
             f"columns with one tab each"
         )
     same = [
-        k for k, row in enumerate(rows) if _words(row[0]) == _words(row[1])
+        k
+        for k, row in enumerate(rows)
+        if same_words(row[0]) == same_words(row[1])
     ]
     if same:  # the tokenizer lower-cases: case and stops would not count
         raise ValueError(
