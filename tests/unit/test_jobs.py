@@ -606,9 +606,10 @@ def test_the_head_8_account_reads_the_weak_form_then_the_place_control():
         count: decide("how_many", (count, 2), gallery.READING)[1]
         for count in (0, 1, 2)
     }
-    assert words[2] == "passes, even with B copying A"
-    assert words[1] == "passes, but not with B copying A"
-    assert words[0] == "fails"
+    picture = "a layer-0 head passes a loose test of the source's picture"
+    assert words[2] == f"{picture}, and also when B copies A"
+    assert words[1] == f"{picture}, but not when B copies A"
+    assert words[0].startswith("no layer-0 head passes even a loose test")
 
 
 def test_a_readers_job_with_cls_or_sep_targets_is_refused_unless_asked():

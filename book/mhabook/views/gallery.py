@@ -184,9 +184,11 @@ BEFORE["most"] = BEFORE["some"]  # 1 of 2
 # What the closest layer-0 head shows (`RealHeads.flies_reading`): it fails
 # the test of the picture (none), passes it but not with B a copy of A
 # (some), or passes both: it needs no difference in sense (all).
-READING = {"none": "fails"}
-READING["some"] = READING["most"] = "passes, but not with B copying A"
-READING["all"] = "passes, even with B copying A"
+PICTURE = "a loose test of the source's picture"
+LOOSE = f"a layer-0 head passes {PICTURE}"
+READING = {"none": f"no layer-0 head passes even {PICTURE}"}
+READING["some"] = READING["most"] = LOOSE + ", but not when B copies A"
+READING["all"] = LOOSE + ", and also when B copies A"
 
 
 # Whether the grammar head's held-out interval clears both baselines.
@@ -268,7 +270,7 @@ def page_verdicts(study, first, checkpoint):
             "flies_draws",  # the pattern, held out
             "above",
             (int(study.flies.pattern_holds), 0),
-            {True: "yes, but the test is loose", False: "not clearly"},
+            {True: "yes", False: "not clearly"},
         ),
         (
             "copies_pass",  # the place control: B a copy of A
