@@ -1079,7 +1079,7 @@ EDITS = [
     ),
     Edit(
         "many_heads",
-        "a sentence A without 'flies'",
+        "a sentence A without 'flies' in the first look",
         (
             change(
                 "pair = tokenizer(text_a, text_b",
@@ -1087,9 +1087,7 @@ EDITS = [
                 '"time passes like an arrow"',
             ),
         ),
-        until="f_a = word_position(pair_tokens[:b_start]",
-        at="f_a = word_position(pair_tokens[:b_start]",
-        refuses="'flies' is not in the tokens. Use words it has",
+        until='mb.verdict("fl_look"',  # the head is found by position
     ),
     Edit(
         "head_costs",
