@@ -954,6 +954,18 @@ EDITS = [
         refuses="mark only words",
     ),
     Edit(
+        "real_heads",
+        "exercise 2's targets with query and key swapped",
+        (
+            change(
+                "def first_word(example):",
+                "targets[torch.arange(T), starts]",
+                "targets[starts, torch.arange(T)]",
+            ),
+        ),
+        refuses=r"rows queries, columns keys",
+    ),
+    Edit(
         "testing_heads",
         "exercise 1 scored on the pairs that chose the head",
         (
@@ -1341,6 +1353,20 @@ EDITS = [
         (change("def causal_mask(", ".tril()", ".triu()"),),
         until=CAUSAL_CHECK,
         refuses="keep causal_mask's tril",
+        at=CAUSAL_CHECK,
+    ),
+    Edit(
+        "all_heads",
+        "zero_empty_queries zeroing every row a mask narrows",
+        (
+            change(
+                "def zero_empty_queries(",
+                "~mask.any(-1, keepdim=True)",
+                "~mask.all(-1, keepdim=True)",
+            ),
+        ),
+        until=CAUSAL_CHECK,
+        refuses=r"zero only rows with no key",
         at=CAUSAL_CHECK,
     ),
     Edit(

@@ -612,6 +612,17 @@ def test_the_head_8_account_reads_the_weak_form_then_the_place_control():
     assert words[0].startswith("no layer-0 head passes even a loose test")
 
 
+def test_a_readers_job_that_most_keys_answer_is_refused():
+    def every_word(example):  # as a grid whose axes were swapped can do
+        words = jobs.rh.is_word(example)
+        return words[:, None] & words[None, :]  # 5 of the 8 keys
+
+    examples = [example() for _ in range(4)]
+    with pytest.raises(ValueError, match=r"spread already puts 62%.*columns"):
+        jobs.best_at(examples, every_word)
+    assert jobs.best_at(examples, "previous word").even < 0.5  # the gallery's
+
+
 def test_a_readers_job_with_cls_or_sep_targets_is_refused_unless_asked():
     def to_first_token(example):  # off by one: position 0 is [CLS]
         T = len(example["tokens"])

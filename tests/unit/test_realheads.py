@@ -1,6 +1,8 @@
 """Section 4's and testing_heads' helpers on tiny random BERTs and planted
 heads: inputs, weights, measures, the claim tests and the page's verdicts."""
 
+import functools
+
 import pytest
 import torch
 
@@ -1229,3 +1231,15 @@ def test_a_flies_pair_must_be_built_like_the_sources():
     apart = [*source[:2], "fruit the flies like a banana", "fruit", "banana"]
     with pytest.raises(ValueError, match="flies_pairs.tsv is not built"):
         check_template(apart, "flies_pairs.tsv")
+
+
+def test_a_set_cut_below_eight_rows_is_refused(monkeypatch):
+    rows = [("time flies", "fruit flies")] * 3
+    set_to = functools.partial(monkeypatch.setattr, realheads)
+    set_to("load_table", lambda name: rows)
+    set_to("run_examples", lambda *args: [{}] * 3)
+    set_to("flies_examples", lambda *args: [{}] * 38)
+    set_to("coreference_examples", lambda *args: [{}] * 32)
+    set_to("check_twins", lambda *args: None)
+    with pytest.raises(ValueError, match=r"pairs.tsv has 3 rows.*at least 8"):
+        realheads.load_sets(None, None)

@@ -243,6 +243,15 @@ def best_at(examples, job, seed=0, choose_on="even", specials=False):
             f"for this job: add sentences where the job applies"
         )
     odd, odd_even = odd[keep], odd_even[keep]
+    spread = odd_even.mean().item()  # what an even spread scores
+    if rule not in JOBS.values() and spread > 0.5:
+        raise ValueError(
+            f"an even spread already puts {spread:.0%} of a word's attention "
+            "on this job's targets, so no head can show a preference: give "
+            "each word a few targets, and check the job's axes: targets[i, j] "
+            "is True where query word i should look at key j (rows queries, "
+            "columns keys)"
+        )
     held = odd[:, layer, head]  # (n,)
     rough = f"only {len(held)} held-out inputs: interval rough"
     note_unless(len(held) >= FEW_HELD_OUT, rough)
@@ -254,7 +263,7 @@ def best_at(examples, job, seed=0, choose_on="even", specials=False):
         held_out=held.mean().item(),
         low=low,
         high=high,
-        even=odd_even.mean().item(),
+        even=spread,
         median=odd.mean(0).median().item(),
         n_examples=len(held),
     )

@@ -606,6 +606,7 @@ def query_key_products(attention_block, hidden_state, head, query):
 # and draws its random baselines from its own seeded generator, so every
 # page that runs a test gets the same numbers.
 
+MIN_ROWS = 8  # the fewest rows of a set that `load_sets` reads
 SETS = {
     "pairs": "claim1_pairs.tsv",
     "flies": "flies_pairs.tsv",
@@ -659,6 +660,14 @@ def load_sets(model, tokenizer):
         model, tokenizer, rows, set_path("pronouns")
     )
     check_twins(rows, set_path("pronouns"))
+    sets = zip(("pairs", "flies", "pronouns"), (pairs, flies, pronouns))
+    for key, examples in sets:
+        if len(examples) < MIN_ROWS:  # halves of 4: intervals need a few
+            raise ValueError(
+                f"{set_path(key)} has {len(examples)} rows: each test chooses "
+                f"a head on half of a set and scores it on the other half, so "
+                f"keep at least {MIN_ROWS} rows (add rows back)"
+            )
     return pairs, flies, pronouns
 
 
