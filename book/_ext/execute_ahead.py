@@ -47,17 +47,27 @@ def execute(path, timeout, threads):
     from jupyter_cache.executors.utils import single_nb_execution
 
     os.environ["OMP_NUM_THREADS"] = str(threads)  # the kernel inherits it
-    notebook = nbformat.read(path, as_version=4)
-    result = single_nb_execution(
-        notebook,
-        cwd=str(Path(path).parent),
-        timeout=timeout,
-        allow_errors=False,
-        meta_override=True,
-        # a kernel can take over nbclient's 60 s to start while the tests
-        # and other kernels hold every core
-        startup_timeout=max(timeout or 0, 300),
-    )
+    for attempt in (1, 2):
+        notebook = nbformat.read(path, as_version=4)
+        try:
+            result = single_nb_execution(
+                notebook,
+                cwd=str(Path(path).parent),
+                timeout=timeout,
+                allow_errors=False,
+                meta_override=True,
+                # a kernel can take over nbclient's 60 s to start while the
+                # tests and other kernels hold every core
+                startup_timeout=max(timeout or 0, 300),
+            )
+            break
+        except RuntimeError as error:
+            # A new kernel can lose the TCP port jupyter_client picked for
+            # it to another process starting at the same moment ("Address
+            # already in use"); it dies before it replies. Start it again.
+            if attempt == 2 or "Kernel died before replying" not in str(error):
+                raise
+            logger.info("%s: its kernel died at start; starting again", path)
     error = None if result.err is None else repr(result.err)
     return notebook, result.time, error
 

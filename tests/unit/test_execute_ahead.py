@@ -164,3 +164,33 @@ def test_a_change_to_an_input_runs_every_notebook_again(
     read = run_hook(tmp_path, cache_path, [], inputs=[folder])
     assert read == ["one", "two"]
     assert cached(cache_path, one).cells[-1].outputs[0].text == prints[1]
+
+
+def test_a_kernel_that_dies_at_start_is_started_once_more(
+    tmp_path, monkeypatch
+):
+    import jupyter_cache.executors.utils as utils
+
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")  # execute sets it
+    died = RuntimeError("Kernel died before replying to kernel_info")
+    calls = []
+
+    def once_dead(notebook, **kwargs):  # a port taken at its first start
+        calls.append(kwargs["cwd"])
+        if len(calls) == 1:
+            raise died
+        return SimpleNamespace(err=None, time=0.5)
+
+    monkeypatch.setattr(utils, "single_nb_execution", once_dead)
+    path = notebook(tmp_path, "one", "print(1)")
+    _, seconds, error = execute_ahead.execute(path, 60, 1)
+    assert (len(calls), seconds, error) == (2, 0.5, None)
+
+    def always_dead(notebook, **kwargs):
+        calls.append(kwargs["cwd"])
+        raise died
+
+    monkeypatch.setattr(utils, "single_nb_execution", always_dead)
+    with pytest.raises(RuntimeError, match="Kernel died"):
+        execute_ahead.execute(path, 60, 1)
+    assert len(calls) == 4  # two tries, then the error

@@ -606,10 +606,9 @@ def test_the_head_8_account_reads_the_weak_form_then_the_place_control():
         count: decide("how_many", (count, 2), gallery.READING)[1]
         for count in (0, 1, 2)
     }
-    picture = "a layer-0 head passes a loose test of the source's picture"
-    assert words[2] == f"{picture}, and also when B copies A"
-    assert words[1] == f"{picture}, but not when B copies A"
-    assert words[0].startswith("no layer-0 head passes even a loose test")
+    assert words[2] == "place draws the pattern, not sense"
+    assert words[1] == "B's own words draw the pattern"
+    assert words[0] == "no layer-0 head shows the pattern"
 
 
 def test_a_readers_job_that_most_keys_answer_is_refused():

@@ -182,13 +182,11 @@ BEFORE["all"] = "in both halves"
 BEFORE["most"] = BEFORE["some"]  # 1 of 2
 
 # What the closest layer-0 head shows (`RealHeads.flies_reading`): it fails
-# the test of the picture (none), passes it but not with B a copy of A
-# (some), or passes both: it needs no difference in sense (all).
-PICTURE = "a loose test of the source's picture"
-LOOSE = f"a layer-0 head passes {PICTURE}"
-READING = {"none": f"no layer-0 head passes even {PICTURE}"}
-READING["some"] = READING["most"] = LOOSE + ", but not when B copies A"
-READING["all"] = LOOSE + ", and also when B copies A"
+# the lenient test of the picture (none), passes it but not with B a copy of
+# A (some: B's words draw it), or passes both: place draws it (all).
+READING = {"none": "no layer-0 head shows the pattern"}
+READING["some"] = READING["most"] = "B's own words draw the pattern"
+READING["all"] = "place draws the pattern, not sense"
 
 
 # Whether the grammar head's held-out interval clears both baselines.

@@ -249,7 +249,7 @@ FEW_BATCH = {  # whether the fewest heads timed is 1, as the text assumes
 }
 SIGN = {  # what the accounting leaves, against 0
     "more": "positive",
-    "same": "too small to tell from zero",
+    "same": "too uncertain to tell from zero",
     "less": "negative",
 }
 
