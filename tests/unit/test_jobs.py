@@ -606,7 +606,7 @@ def test_the_head_8_account_reads_the_weak_form_then_the_place_control():
         count: decide("how_many", (count, 2), gallery.READING)[1]
         for count in (0, 1, 2)
     }
-    assert words[2] == "place draws the pattern, not sense"
+    assert words[2] == "the pattern needs no difference in sense"
     assert words[1] == "B's own words draw the pattern"
     assert words[0] == "no layer-0 head shows the pattern"
 

@@ -183,10 +183,11 @@ BEFORE["most"] = BEFORE["some"]  # 1 of 2
 
 # What the closest layer-0 head shows (`RealHeads.flies_reading`): it fails
 # the lenient test of the picture (none), passes it but not with B a copy of
-# A (some: B's words draw it), or passes both: place draws it (all).
+# A (some: B's words draw it), or passes both: it needs no difference in
+# sense (all).
 READING = {"none": "no layer-0 head shows the pattern"}
 READING["some"] = READING["most"] = "B's own words draw the pattern"
-READING["all"] = "place draws the pattern, not sense"
+READING["all"] = "the pattern needs no difference in sense"
 
 
 # Whether the grammar head's held-out interval clears both baselines.
