@@ -546,7 +546,7 @@ EDITS = [
     Edit(  # reader-edit set 36 #9: the split glued from one weight only
         "many_heads",
         "the one-head split pointed at the verb, not the likened word",
-        (change("(K[time] + K[arrow])", "K[arrow]", "K[flies]"),),
+        (change("(keys[time] + keys[arrow])", "keys[arrow]", "keys[flies]"),),
         until='glue("split_weight"',
         notes=True,
     ),

@@ -180,6 +180,14 @@ SIDES = {True: "in sentence B", False: "in sentence A"}
 BEFORE = {"none": "in neither half", "some": "in one of the two halves"}
 BEFORE["all"] = "in both halves"
 BEFORE["most"] = BEFORE["some"]  # 1 of 2
+# The same count, in section 4's words: each half scores the head that the
+# other half chose (section 4.1 calls that score held out).
+HELD_OUT_HALVES = {
+    "none": "in neither held-out half",
+    "all": "in both held-out halves",
+}
+HELD_OUT_HALVES["some"] = "in one held-out half of two"
+HELD_OUT_HALVES["most"] = HELD_OUT_HALVES["some"]
 
 # What the closest layer-0 head shows (`RealHeads.flies_reading`): it fails
 # the lenient test of the picture (none), passes it but not with B a copy of
@@ -269,14 +277,14 @@ def page_verdicts(study, first, checkpoint):
             "flies_draws",  # the pattern, held out
             "above",
             (int(study.flies.pattern_holds), 0),
-            {True: "yes", False: "not clearly"},
+            {True: "passes", False: "does not clearly pass"},
         ),
         (
             "copies_pass",  # the place control: B a copy of A
             "above",
             (int(study.same_sense.pattern_holds), 0),
-            {True: "shows the same pattern", False: "loses the pattern"},
+            {True: "still passes it", False: "fails it"},
         ),
         ("flies_reading", "how_many", (study.flies_reading, 2), READING),
-        ("upper_subject", "how_many", (upper_subject, 2), BEFORE),
+        ("upper_subject", "how_many", (upper_subject, 2), HELD_OUT_HALVES),
     ]
