@@ -27,10 +27,11 @@ book: $(STAMP)
 # another process's test (or the book build) uses that core meanwhile.
 TEST_PROCESSES := $(shell n=$$(nproc); echo $$((n < 3 ? n + 1 : 4)))
 
+# --durations: the slowest steps, for whoever keeps CI within its time.
 test: $(STAMP) lint
 	@command -v chromium >/dev/null || $(MAKE) chromium
 	$(BIN)/pytest -n $(TEST_PROCESSES) --dist loadscope --no-loadscope-reorder \
-		--build-book-first
+		--build-book-first --durations=15
 
 # book/mhabook/layers/ from the notebooks' `# @save` cells.
 lib: $(STAMP)

@@ -180,13 +180,13 @@ SIDES = {True: "in sentence B", False: "in sentence A"}
 BEFORE = {"none": "in neither half", "some": "in one of the two halves"}
 BEFORE["all"] = "in both halves"
 BEFORE["most"] = BEFORE["some"]  # 1 of 2
-# The same count, in section 4's words: each half scores the head that the
-# other half chose (section 4.1 calls that score held out).
+# The same count, in section 4's words: each try chooses the head on one
+# half of the pairs and scores it on the other, new to it.
 HELD_OUT_HALVES = {
-    "none": "in neither held-out half",
-    "all": "in both held-out halves",
+    "none": "in neither of two tries",
+    "all": "in both of two tries",
 }
-HELD_OUT_HALVES["some"] = "in one held-out half of two"
+HELD_OUT_HALVES["some"] = "in one of two tries"
 HELD_OUT_HALVES["most"] = HELD_OUT_HALVES["some"]
 
 # What the closest layer-0 head shows (`RealHeads.flies_reading`): it fails
@@ -277,13 +277,13 @@ def page_verdicts(study, first, checkpoint):
             "flies_draws",  # the pattern, held out
             "above",
             (int(study.flies.pattern_holds), 0),
-            {True: "passes", False: "does not clearly pass"},
+            {True: "keeps", False: "does not clearly keep"},
         ),
         (
             "copies_pass",  # the place control: B a copy of A
             "above",
             (int(study.same_sense.pattern_holds), 0),
-            {True: "still passes it", False: "fails it"},
+            {True: "still keeps it", False: "loses it"},
         ),
         ("flies_reading", "how_many", (study.flies_reading, 2), READING),
         ("upper_subject", "how_many", (upper_subject, 2), HELD_OUT_HALVES),
