@@ -178,7 +178,7 @@ def test_page_verdicts_judge_ratios_as_printed_and_differences_by_sign():
         "batched_long": "not clearly faster or slower than",  # 0.80 to 1.12
         "products_short": "slower than",
         "softmax_most": "slower than",
-        "fused_short": "a little slower (in this build) than",  # 1.06-1.08
+        "fused_short": "a little slower than",  # 1.06 to 1.08: above 1
         "fused_long": "not clearly faster or slower than",  # 0.78 to 1.00
         "gap_short": "the loop took longer",
         "rest_sign": "negative",

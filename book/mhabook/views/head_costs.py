@@ -224,8 +224,8 @@ THAN = {  # a paired ratio of times against 1 +- MATTERS, as printed
     "near_less": "not clearly faster or slower than",
     "near_more": "not clearly faster or slower than",
     # all on one side of 1, but not all beyond the margin
-    "under": "a little faster (in this build) than",
-    "over": "a little slower (in this build) than",
+    "under": "a little faster than",
+    "over": "a little slower than",
     "wide": "not clearly faster or slower than",  # crosses both edges
 }
 GAP = {  # the loop's time minus the batched layer's, against 0
