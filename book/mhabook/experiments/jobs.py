@@ -423,7 +423,6 @@ class RealHeads:
     source_top_sides: list
     source_top_at: list
     largest_difference: float  # the chapter's layers against the model's
-    same_sense: rh.FliesTest | None = None  # `flies` on B = A, a control
     flies_pairs: list = ()  # the pairs of flies_pairs.tsv, run
     # the same search in layers 1 and up, chosen on the even pairs and on
     # the odd: where a head could use sense
@@ -454,15 +453,6 @@ class RealHeads:
             a += top[0] == ex["targets"][0]
             b += top[1] in ex["targets"][1:]
         return a, b, len(held_out)
-
-    @property
-    def flies_reading(self):
-        """What the layer-0 head of `flies` shows, held out: 0 when it
-        fails the lean; 1 when it passes it but fails the place
-        control (`same_sense`, B a copy of A); 2 when it passes both, so
-        the picture needs no difference in sense."""
-        holds = self.flies.pattern_holds
-        return int(holds) + int(holds and self.same_sense.pattern_holds)
 
     @property
     def gallery_jobs(self):
@@ -725,7 +715,6 @@ def real_heads_results(model, tokenizer, text_a, text_b):
         source_top_sides=claim.source_top_sides,
         source_top_at=claim.source_top_at,
         largest_difference=chapter_difference(model, hidden_states, attention),
-        same_sense=rh.place_control(model, tokenizer, claim.layer0),
         flies_pairs=flies,
         upper=claim.upper,
         upper_swapped=claim.upper_swapped,

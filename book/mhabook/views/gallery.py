@@ -166,12 +166,8 @@ def picture_table(flies, swapped, rival=True):
 def source_answers(study):
     """Section 4's account of the layer-0 head closest to the source's
     "flies" picture (`study`, a `RealHeads`), by glue name: where "flies"
-    in A looks most on the source's pair (`flies_top_side`), and the
-    head's score when sentence B copies A (`copies_score`)."""
-    return {
-        "flies_top_side": SIDES[study.source_top_sides[0] == "B"],
-        "copies_score": study.same_sense.score.mean,
-    }
+    in A looks most on the source's pair (`flies_top_side`)."""
+    return {"flies_top_side": SIDES[study.source_top_sides[0] == "B"]}
 
 
 SIDES = {True: "in sentence B", False: "in sentence A"}
@@ -188,15 +184,6 @@ HELD_OUT_HALVES = {
 }
 HELD_OUT_HALVES["some"] = "in one of two tries"
 HELD_OUT_HALVES["most"] = HELD_OUT_HALVES["some"]
-
-# What the closest layer-0 head shows (`RealHeads.flies_reading`): it fails
-# the lenient test of the picture (none), passes it but not with B a copy of
-# A (some: B's words draw it), or passes both: it needs no difference in
-# sense (all).
-READING = {"none": "no layer-0 head shows the pattern"}
-READING["some"] = READING["most"] = "B's own words draw the pattern"
-READING["all"] = "the pattern needs no difference in sense"
-
 
 # Whether the grammar head's held-out interval clears both baselines.
 GRAMMAR_SEEN = {True: "favours the determiner's noun"}
@@ -274,17 +261,19 @@ def page_verdicts(study, first, checkpoint):
         ),
         ("first_look", "above", (study.on_pair(first), 0.5), look),
         (
+            "parks_on",  # where the median head parks: [CLS] or [SEP]
+            "above",
+            (study.job("[CLS]").median, study.job("[SEP]").median),
+            {True: "[CLS]", False: "[SEP]"},
+        ),
+        (
             "flies_draws",  # the pattern, held out
             "above",
             (int(study.flies.pattern_holds), 0),
-            {True: "keeps", False: "does not clearly keep"},
+            {
+                True: "a pattern place alone could give",
+                False: "no clear pattern",
+            },
         ),
-        (
-            "copies_pass",  # the place control: B a copy of A
-            "above",
-            (int(study.same_sense.pattern_holds), 0),
-            {True: "still keeps it", False: "loses it"},
-        ),
-        ("flies_reading", "how_many", (study.flies_reading, 2), READING),
         ("upper_subject", "how_many", (upper_subject, 2), HELD_OUT_HALVES),
     ]
