@@ -284,7 +284,7 @@ def page_verdicts(results):
             "above",
             (int(results.same_sense.pattern_holds), 0),
             {
-                True: "does not come from B's own words",
+                True: "need not come from B's own words",
                 False: "depends on B's own words",
             },
         ),
