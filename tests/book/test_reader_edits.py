@@ -547,6 +547,13 @@ EDITS = [
         (change("strength = 4.0  # as the pointer heads", "4.0", "0.0"),),
         refuses="keep 0 < strength",
     ),
+    Edit(  # reader-edit set 39 #7: even halves at any strength
+        "many_heads",
+        "a weaker strength for the one-head split",
+        (change("strength = 4.0  # as the pointer heads", "4.0", "1.0"),),
+        until='glue("split_weight"',
+        notes=False,
+    ),
     Edit(  # reader-edit set 36 #9: the split glued from one weight only
         "many_heads",
         "the one-head split pointed at the verb, not the likened word",
