@@ -67,7 +67,6 @@ def test_the_environment_variable_names_the_checkpoint(
     monkeypatch.setenv(checkpoint.ENV_VAR, str(tiny_model))
     _, _, info = load_checkpoint()
     assert info.name == tiny_model.name and not info.is_bundled
-    assert not info.is_bert_base
 
 
 def test_bert_base_is_preferred_when_cached(tiny_model, hub_cache):
@@ -75,7 +74,7 @@ def test_bert_base_is_preferred_when_cached(tiny_model, hub_cache):
     _, _, info = load_checkpoint()
     assert info.name == PREFERRED
     assert info.source == "Hugging Face cache"
-    assert info.is_bert_base and not info.is_bundled
+    assert not info.is_bundled
 
 
 def test_bert_base_is_preferred_when_the_hub_answers(hub_cache, monkeypatch):
@@ -91,7 +90,6 @@ def test_offline_falls_back_to_the_bundled_bert(hub_cache, capsys):
     assert capsys.readouterr().out == ""  # the library prints nothing
     assert info.name == checkpoint.BUNDLED and info.is_bundled
     assert (info.num_layers, info.num_heads, info.hidden_size) == (6, 12, 384)
-    assert not info.is_bert_base
     assert PREFERRED in info.loaded() and "Loaded" in info.loaded()
 
 

@@ -389,16 +389,13 @@ def test_the_study_runs_on_a_random_bert_and_finds_no_job_there(tmp_path):
         read(BUNDLED)["model_phrase"]
         == "a sentence encoder, not the source's BERT-base"
     )
-    assert read(BUNDLED)["source_loaded"] == "another model"
     assert read(PREFERRED)["model_phrase"] == "the loaded model"
-    assert read(PREFERRED)["source_loaded"] == "that model"
     verdicts = gallery.page_verdicts(
         study, first, Checkpoint(BUNDLED, "", 2, 2, 8)
     )
     names = [name for name, *_ in verdicts]
     assert names == [
         "model_phrase",
-        "source_loaded",
         "jobs_done",
         "grammar_seen",
         "grammar_rival_side",
@@ -416,7 +413,7 @@ def test_the_study_runs_on_a_random_bert_and_finds_no_job_there(tmp_path):
         else:
             assert set(phrases) == {"none", "some", "most", "all"}, name
     assert study.jobs_done == 0  # so the page says "none has"
-    assert decide(*verdicts[2][1:])[1] == "none has"
+    assert decide(*verdicts[1][1:])[1] == "none has"
 
 
 def test_on_pair_reads_the_jobs_own_row_and_refuses_a_head_of_no_job():

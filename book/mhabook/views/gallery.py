@@ -206,10 +206,9 @@ AFTER = {True: "The head may just look ahead"}
 AFTER[False] = "The head stops at the noun"
 
 
-# Which model the page reads: the bundled one, and the source's or not.
+# Which model the page reads: the bundled one or another.
 MODEL = {True: "a sentence encoder, not the source's BERT-base"}
 MODEL[False] = "the loaded model"
-SOURCE_MODEL = {True: "that model", False: "another model"}
 
 
 def page_verdicts(study, first, checkpoint):
@@ -227,12 +226,6 @@ def page_verdicts(study, first, checkpoint):
     upper_subject = checks_won((study.upper, study.upper_swapped), "less")
     return [
         ("model_phrase", "above", (int(checkpoint.is_bundled), 0), MODEL),
-        (
-            "source_loaded",
-            "above",
-            (int(checkpoint.is_bert_base), 0),
-            SOURCE_MODEL,
-        ),
         ("jobs_done", "how_many", (done, len(study.word_jobs)), have),
         ("grammar_seen", "above", (grammar.low, base), GRAMMAR_SEEN),
         (
