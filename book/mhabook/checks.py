@@ -14,7 +14,8 @@ error that names the fix, because the layers call these checks:
 - `check_targets` and `check_strength`, a hand-built pointer head's;
 - `check_weights`, the keys and shapes of weights copied into a layer;
 - `check_padding` and `check_num_tokens`, the sizes of the masks;
-- `check_qkv`, queries, keys and values whose shapes fit together.
+- `check_qkv`, queries, keys and values whose shapes fit together;
+- `check_like_loop`, a batched layer that gives the loop layer's numbers.
 
 Inside `unchecked()` the checks a forward pass calls do nothing, so that a
 timing measures the layers' arithmetic alone (`costs.time_interleaved`).
@@ -471,4 +472,26 @@ def check_padding(lengths, num_tokens):
         raise ValueError(
             f"length(s) {wrong} do not fit {num_tokens} tokens: each "
             f"sequence has 0 to {num_tokens} real tokens"
+        )
+
+
+def check_like_loop(weights, loop_weights, out, loop_out):
+    """Refuse a batched layer whose weights or outputs differ from the loop
+    layer's beyond float rounding, with a ValueError that says where to
+    look: the split into heads for the weights, the merge for the outputs."""
+    tight = dict(rtol=1e-5, atol=1e-6)  # float rounding
+    same = weights.shape == loop_weights.shape  # (B, h, T, T)
+    if not (same and torch.allclose(weights, loop_weights, **tight)):
+        raise ValueError(
+            "the weights differ from the loop's: check how qkv is split into "
+            "heads (view, permute), the scaling by sqrt(d_k), the softmax, "
+            "and the rows batched_from_loop copies (every q, then every k, "
+            "then every v, weights and biases)"
+        )
+    if not torch.allclose(out, loop_out, **tight):
+        raise ValueError(
+            "the weights agree but the outputs differ from the loop's: check "
+            "batched_attention's weights @ V (not transposed), how the heads "
+            "are put back side by side (transpose(1, 2), then reshape) and "
+            "the copy of W^O (output_linear, not transposed)"
         )

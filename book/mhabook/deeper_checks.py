@@ -9,10 +9,13 @@ working layer or a ValueError that names the fix:
   heads that `heads_removed` and `zero_heads_hook` are given exist;
 - `GroupedAttentionConfig` (Hugging Face's names for h and g) and
   `group_size_for`, the rule that g divides h;
-- `check_fits`: keys and values that fit a `KVCache`.
+- `check_fits`: keys and values that fit a `KVCache`;
+- `check_decoded`: outputs decoded with the cache that match the full pass.
 """
 
 from dataclasses import dataclass
+
+import torch
 
 from mhabook.checks import _whole, skippable  # skippable: for timing
 
@@ -130,4 +133,18 @@ def check_fits(cache, stored, K, V):
             f"the cache has room for {room} tokens, not {end}: make it "
             f"with max_tokens at least the total the decoding reaches (the "
             f"prompt plus every token it writes; here at least {end})"
+        )
+
+
+def check_decoded(decoded, full, cache):
+    """Refuse outputs decoded step by step with `cache` (a KVCache) that
+    differ from `full`, the full pass's (B, T, d) under a causal mask."""
+    same = decoded.shape == full.shape
+    if not (same and torch.allclose(decoded, full, atol=1e-5)):
+        raise ValueError(
+            "decoding with the cache should give the full pass's outputs: "
+            "decode every token; mask the full pass with causal_mask(T), a "
+            f"step of n tokens with causal_mask(n). The cache holds "
+            f"{cache.length} of the {full.shape[1]} tokens: append must "
+            "advance its length and return only [:, :, :end]"
         )

@@ -84,6 +84,7 @@ FEWER_SEEDS = change("runs = tr.heads_learn(", "range(12)", "range(3)")
 
 # The cells the edits find (a string each holds once).
 ONE_TEXT = 'text = "time flies like an arrow"'
+ONE_CHECK = "check_sentence(tokenizer, text, model)"  # the cell after it
 MANY_TEXT = "linked = "
 ALL_INPUT = "loop = MultiHeadAttention(config)"
 LAB_1 = 'sentence = "the cat sat on the mat because it was soft"'
@@ -308,27 +309,31 @@ EDITS = [
         "one_head",
         "word cut into pieces",
         (one_text('"time flies like an arrowhead"'),),
-        until=ONE_TEXT,
+        until=ONE_CHECK,
         notes=True,
     ),
     Edit(
         "one_head",
         "unknown character",
         (one_text('"time flies 🙂"'),),
-        until=ONE_TEXT,
+        until=ONE_CHECK,
         notes=True,
     ),
     Edit(
         "one_head",
         "empty sentence",
         (one_text('""'),),
+        until=ONE_CHECK,
         refuses="at least 2 words",
+        at=ONE_CHECK,
     ),
     Edit(
         "one_head",
         "longer than the positions",
         (one_text('"time " * 600'),),
+        until=ONE_CHECK,
         refuses="reads at most 512.*shorter sentence",
+        at=ONE_CHECK,
     ),
     Edit(
         "one_head",
@@ -545,7 +550,9 @@ EDITS = [
         "many_heads",
         "a strength of zero for the one-head split",
         (change("strength = 4.0  # as the pointer heads", "4.0", "0.0"),),
+        until="check_strength(strength)",
         refuses="keep 0 < strength",
+        at="check_strength(strength)",
     ),
     Edit(  # reader-edit set 39 #7: even halves at any strength
         "many_heads",
@@ -1307,9 +1314,9 @@ EDITS = [
                 "return weights.transpose(-2, -1) @ V, weights",
             ),
         ),
-        until="tight = dict(",
+        until="check_like_loop(weights,",
         refuses=r"check batched_attention's weights @ V",
-        at="tight = dict(",
+        at="check_like_loop(weights,",
     ),
     Edit(
         "all_heads",
@@ -1335,9 +1342,9 @@ EDITS = [
                 "",
             ),
         ),
-        until="tight = dict(",
+        until="check_like_loop(weights,",
         refuses="the scaling by sqrt",
-        at="tight = dict(",
+        at="check_like_loop(weights,",
     ),
     Edit(
         "all_heads",

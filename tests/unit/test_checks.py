@@ -15,6 +15,7 @@ from mhabook.checks import (
     check_bool_mask,
     check_head,
     check_input,
+    check_like_loop,
     check_num_tokens,
     check_padding,
     check_qkv,
@@ -325,3 +326,14 @@ def test_a_float_size_inside_init_names_floor_division():
         SplitWithSlash(config())
     with pytest.raises(TypeError, match="out_features"):  # passed on as is
         SplitWithSlash(SimpleNamespace(**vars(config()), no_out=True))
+
+
+def test_a_batched_layer_unlike_the_loop_is_told_where_to_look():
+    weights, out = torch.rand(1, 2, 3, 3), torch.rand(1, 3, 4)
+    check_like_loop(weights, weights + 1e-8, out, out)  # rounding passes
+    with pytest.raises(ValueError, match="split into heads"):
+        check_like_loop(weights, weights.transpose(-2, -1) + 1, out, out)
+    with pytest.raises(ValueError, match="split into heads"):
+        check_like_loop(weights, weights[:, :1], out, out)  # a lost head
+    with pytest.raises(ValueError, match="weights agree but the outputs"):
+        check_like_loop(weights, weights, out, out + 0.1)

@@ -2,6 +2,8 @@
 PyTorch's fused kernel and to Llama's attention for every g, and decoded
 token by token with a KV cache to the same numbers as the full forward."""
 
+from types import SimpleNamespace
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -464,3 +466,15 @@ def test_a_page_s_grouped_from_bert_must_build_the_package_s_weights():
 
     with pytest.raises(ValueError, match="make=grouped_from_bert"):
         check_like_package(first_heads, model)
+
+
+def test_decoding_unlike_the_full_pass_says_what_to_fix():
+    from mhabook.deeper_checks import check_decoded
+
+    cache = SimpleNamespace(length=12)  # what check_decoded reads of it
+    full = torch.rand(2, 12, 8)
+    check_decoded(full + 1e-7, full, cache)  # rounding passes
+    with pytest.raises(ValueError, match="12 of the 12 tokens"):
+        check_decoded(full + 0.1, full, cache)
+    with pytest.raises(ValueError, match="advance its length"):
+        check_decoded(full[:, :11], full, cache)  # a step lost

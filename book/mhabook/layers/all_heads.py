@@ -62,7 +62,6 @@ def zero_empty_queries(tensor, mask):
     return tensor.masked_fill(~mask.any(-1, keepdim=True), 0.0)
 
 
-@takes_config  # refuses sizes that do not split, inputs not (B, T, d)
 class BatchedMultiHeadAttention(nn.Module):
     """Every head at once: one projection, two batched matmuls."""
 
@@ -89,6 +88,7 @@ class BatchedMultiHeadAttention(nn.Module):
         return self.output_linear(context), weights
 
 
+BatchedMultiHeadAttention = takes_config(BatchedMultiHeadAttention)  # checks
 # weight copying from book/mhabook/convert.py (batched_from_loop: next)
 copy_checked = convert.copy_checked
 loop_from_batched = convert.loop_from_batched
@@ -126,7 +126,6 @@ def padding_mask(lengths, num_tokens):
     return keys[:, None, :].expand(-1, num_tokens, -1)  # (B, T, T)
 
 
-@takes_config  # refuses sizes that do not split, inputs not (B, T, d)
 class AttentionLayer(nn.Module):
     """Multi-head self-attention in one place: every head at once, an
     optional mask, dropout on the attention weights, and W^O."""
@@ -156,3 +155,6 @@ class AttentionLayer(nn.Module):
         # 3. concat the heads, (B, T, d), and mix them with W^O
         context = context.transpose(1, 2).reshape(B, T, d)
         return self.output_linear(context), weights
+
+
+AttentionLayer = takes_config(AttentionLayer)  # as the batched layer

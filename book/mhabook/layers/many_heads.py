@@ -30,7 +30,6 @@ def pointer_head(targets, strength=4.0):
     return weights
 
 
-@takes_config  # refuses sizes that do not split, inputs not (B, T, d)
 class MultiHeadAttention(nn.Module):
     """num_heads AttentionHeads side by side, concatenated, then mixed."""
 
@@ -58,3 +57,6 @@ def head_dim_for(embed_dim, num_heads):
     """d_k = d / h, or an error that names the head counts that fit."""
     check_split(embed_dim, num_heads)
     return embed_dim // num_heads
+
+
+MultiHeadAttention = takes_config(MultiHeadAttention)  # checked sizes, input

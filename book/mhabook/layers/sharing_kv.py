@@ -19,7 +19,6 @@ from .many_heads import head_dim_for
 from .one_head import scaled_dot_product_attention
 
 
-@explains_slips  # a shape error in forward says where to look
 class GroupedQueryAttention(nn.Module):
     """h query heads in g groups; each group shares one key/value head."""
 
@@ -52,6 +51,9 @@ class GroupedQueryAttention(nn.Module):
         # 4. concat the heads and mix them with W^O
         context = context.transpose(1, 2).reshape(B, T, d)  # (B, T, d)
         return self.output_linear(context), weights
+
+
+GroupedQueryAttention = explains_slips(GroupedQueryAttention)  # shape errors
 
 
 class KVCache:
