@@ -197,6 +197,8 @@ def test_results_count_operations_and_memory(record):
     assert record.ops_per_head() == per_head
     grown = record.peak["batched", 4] - record.peak["batched", 1]
     assert grown >= record.score_mib(4) - record.score_mib(1) > 0
+    # the fused path holds no (B, h, T, T) weights
+    assert record.peak["fused", 4] < record.peak["batched", 4] - grown / 2
     assert record.score_mib(1) == 9 * 9 * 4 / 2**20
 
 

@@ -89,6 +89,7 @@ class BatchedMultiHeadAttention(nn.Module):
 
 
 BatchedMultiHeadAttention = takes_config(BatchedMultiHeadAttention)  # checks
+
 # weight copying from book/mhabook/convert.py (batched_from_loop: next)
 copy_checked = convert.copy_checked
 loop_from_batched = convert.loop_from_batched

@@ -53,10 +53,10 @@ class MultiHeadAttention(nn.Module):
         return self.output_linear(x), weights
 
 
+MultiHeadAttention = takes_config(MultiHeadAttention)  # checked sizes, input
+
+
 def head_dim_for(embed_dim, num_heads):
     """d_k = d / h, or an error that names the head counts that fit."""
     check_split(embed_dim, num_heads)
     return embed_dim // num_heads
-
-
-MultiHeadAttention = takes_config(MultiHeadAttention)  # checked sizes, input

@@ -100,11 +100,13 @@ DOES = {"yes": "does", "partly": "partly does", "no": "does not do"}
 
 def table(jobs, detail=False):
     """The gallery as a Markdown table, one row per job: its best head and
-    that head's held-out score beside the two baselines. detail=True gives
-    instead the score's 95% interval, the job's bar and whether the head
-    does the job (`verdict`)."""
+    that head's held-out score beside the three baselines (the fixed
+    distance reads "is the job" where that distance does the job).
+    detail=True gives instead the score's 95% interval, the job's bar and
+    whether the head does the job (`verdict`)."""
     header = ["job", "best head (layer, head)"]
     header += ["held-out score", "even spread", "median head"]
+    header += ["fixed distance"]
     if detail:
         header = ["job", "held-out score", "95% interval", "bar"]
         header += ["does the job?"]
@@ -128,6 +130,7 @@ def table(jobs, detail=False):
                     f"{job.held_out:.2f}",
                     f"{job.even:.2f}",
                     f"{job.median:.2f}",
+                    "is the job" if job.fixed is None else f"{job.fixed:.2f}",
                 ]
             )
     return markdown_table(header, rows)
@@ -221,7 +224,7 @@ def page_verdicts(study, first, checkpoint):
     have["all"] = "each has"
     look = {True: "mostly there", False: "mostly elsewhere"}
     grammar = study.grammar
-    base = max(grammar.even, grammar.median)  # `Job.beats_baselines`
+    base = max(grammar.even, grammar.median)  # a head that favours no word
     # above layer 0: the halves where "flies" in A favours its subject
     upper_subject = checks_won((study.upper, study.upper_swapped), "less")
     return [

@@ -85,20 +85,13 @@ def estimate_text(mid, low, high, scale=1.0, digits=0):
     return f"{mid} ({low} to {high})"
 
 
-def about(x):
-    """'70', '3.1', '1,200': x to two significant digits, as plain text."""
-    return f"{float(f'{x:.2g}'):,g}"
-
-
-def faster_phrases(ratio, interval=True):
+def faster_phrases(ratio):
     """{outcome of the rule `compare`: phrase} for a PairedRatio of times,
-    without the cache over with it: '70.4 (66.2 to 88.3) times faster',
-    or 'about 70 times faster' with interval=False."""
+    without the cache over with it: '70.4 (66.2 to 88.3) times faster'."""
     x, low, high = ratio.median, ratio.low, ratio.high
-    up, down = f"about {about(x)}", f"about {about(1 / x)}"
-    if interval:  # 2 or 3 significant digits: '68.0 (43.3 to 109)'
-        up = f"{number(x)} ({number(low)} to {number(high)})"
-        down = f"{number(1 / x)} ({number(1 / high)} to {number(1 / low)})"
+    # 2 or 3 significant digits: '68.0 (43.3 to 109)'
+    up = f"{number(x)} ({number(low)} to {number(high)})"
+    down = f"{number(1 / x)} ({number(1 / high)} to {number(1 / low)})"
     return {
         "more": f"{up} times faster",
         "same": "not measurably faster",
@@ -123,12 +116,6 @@ def page_verdicts(r):
     closer |= {"neither": "not measurably closer to", "below": "farther from"}
     return [
         ("speed_verdict", "compare", one.against(1), faster_phrases(one)),
-        (
-            "speed_box",
-            "compare",
-            one.against(1),
-            faster_phrases(one, interval=False),
-        ),
         ("stack_verdict", "compare", stack.against(1), faster_phrases(stack)),
         (
             "stack_same",  # the stack's interval against one layer's
