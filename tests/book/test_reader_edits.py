@@ -319,6 +319,20 @@ EDITS = [
         until=ONE_CHECK,
         notes=True,
     ),
+    Edit(  # reader-edit set 40 #2: the count's mask inverted
+        "one_head",
+        "attend_to_self masking all but the diagonal",
+        (
+            change(
+                "def attend_to_self(",
+                "weights.masked_fill(diagonal, 0)",
+                "weights.masked_fill(~diagonal, 0)",
+            ),
+        ),
+        until="elsewhere = len(tokens) - own",
+        refuses=r"use masked_fill\(diagonal, 0\)",
+        at="elsewhere = len(tokens) - own",
+    ),
     Edit(
         "one_head",
         "empty sentence",

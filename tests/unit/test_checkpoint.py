@@ -17,7 +17,9 @@ def tiny_model(tmp_path_factory):
     folder = tmp_path_factory.mktemp("tiny-bert")
     tiny_tokenizer().save_pretrained(folder)
     # saved with a fast kernel: the loader must still load it eager
-    tiny_bert(attn_implementation="sdpa").save_pretrained(folder)
+    tiny_bert(
+        attn_implementation="sdpa", max_position_embeddings=64
+    ).save_pretrained(folder)
     return folder
 
 
@@ -52,7 +54,9 @@ def test_a_local_folder_is_loaded_with_eager_attention(tiny_model):
 
 def test_positions_other_than_absolute_are_noted(tmp_path, capsys):
     tiny_tokenizer().save_pretrained(tmp_path)
-    tiny_bert(position_embedding_type="relative_key").save_pretrained(tmp_path)
+    tiny_bert(
+        position_embedding_type="relative_key", max_position_embeddings=64
+    ).save_pretrained(tmp_path)
     load_checkpoint(str(tmp_path))
     assert "'relative_key' positions ignored" in capsys.readouterr().out
 
@@ -297,7 +301,9 @@ def test_a_one_segment_checkpoint_reads_pairs_in_that_segment(
     tmp_path, capsys
 ):
     tiny_tokenizer().save_pretrained(tmp_path)
-    tiny_bert(type_vocab_size=1).save_pretrained(tmp_path)
+    tiny_bert(type_vocab_size=1, max_position_embeddings=64).save_pretrained(
+        tmp_path
+    )
     tokenizer, model, _ = load_checkpoint(str(tmp_path))
     assert "has one segment; B shares it" in capsys.readouterr().out
     pair = tokenizer("time flies", "fruit flies", return_tensors="pt")
@@ -305,3 +311,10 @@ def test_a_one_segment_checkpoint_reads_pairs_in_that_segment(
     together = model(**pair).last_hidden_state
     as_one = dict(pair, token_type_ids=pair["token_type_ids"] * 0)
     assert together.allclose(model(**as_one).last_hidden_state)
+
+
+def test_a_checkpoint_with_too_few_positions_names_them(tmp_path):
+    tiny_tokenizer().save_pretrained(tmp_path)
+    tiny_bert().save_pretrained(tmp_path)  # 16 positions
+    with pytest.raises(ValueError, match="reads at most 16 tokens.*64"):
+        load_checkpoint(str(tmp_path))

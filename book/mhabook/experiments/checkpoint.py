@@ -260,6 +260,11 @@ def load_tokenizer(name=None):
     return tokenizer_for(path, display)
 
 
+# Positions a checkpoint needs: the pages' longest inputs, pairs of
+# sentences with [CLS] and two [SEP], run to about 40 tokens.
+MIN_POSITIONS = 64
+
+
 def load_checkpoint(name=None):
     """Return (tokenizer, model, Checkpoint); the model is in eval mode with
     eager attention, so it can return attention weights."""
@@ -312,6 +317,12 @@ def load_checkpoint(name=None):
             f"{display}'s tokenizer has {len(tokenizer):,} tokens but its "
             f"model embeds {config.vocab_size:,}: save the tokenizer that "
             f"was trained with this model beside it"
+        )
+    if config.max_position_embeddings < MIN_POSITIONS:
+        raise ValueError(
+            f"{display} reads at most {config.max_position_embeddings} "
+            f"tokens (max_position_embeddings), and the pages' inputs run "
+            f"to about 40: use a BERT with {MIN_POSITIONS} positions or more"
         )
     if config.type_vocab_size < 2:  # a pair's sentence B reads segment 1
         one = model.embeddings.token_type_embeddings.weight.detach()  # (1, d)
