@@ -208,11 +208,11 @@ def test_the_figure_and_table_show_each_job():
     rows = gallery.table(found).data.splitlines()
     assert len(rows) == 2 + len(found)
     assert rows[2] == (
-        "| previous word | 1, 2 | 1.00 | 0.12 | 0.12 | is the job |"
+        "| previous word | 1, 2 | 1.00 | 0.12 | 0.12 | is the job | yes |"
     )
     assert rows[0].endswith(
         "| best head (layer, head) | held-out score | even spread | "
-        "median head | fixed distance |"
+        "median head | fixed distance | does the job? |"
     )
     assert rows[4].startswith("| same word, other sentence (on pairs) |")
     detail = gallery.table(found, detail=True).data.splitlines()
@@ -228,9 +228,7 @@ def test_the_figure_and_table_show_each_job():
     assert lean.does_job and lean.common and not found[0].common
     assert does(lean).endswith("| yes; many heads look there too |")
     compact = gallery.table([lean]).data.splitlines()[2]  # the page's table
-    assert compact.endswith(
-        "| 0.90 | 0.12 | 0.60 | is the job |"
-    )  # no verdict
+    assert compact.endswith("| 0.90 | 0.12 | 0.60 | is the job | yes |")
     # above both baselines, but short of the bar: the job done in part
     part = dataclasses.replace(found[0], held_out=0.3, low=0.25, median=0.03)
     assert part.beats_baselines and not part.does_job

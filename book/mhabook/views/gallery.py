@@ -101,12 +101,13 @@ DOES = {"yes": "does", "partly": "partly does", "no": "does not do"}
 def table(jobs, detail=False):
     """The gallery as a Markdown table, one row per job: its best head and
     that head's held-out score beside the three baselines (the fixed
-    distance reads "is the job" where that distance does the job).
+    distance reads "is the job" where that distance does the job), and
+    whether the head does the job (`verdict`).
     detail=True gives instead the score's 95% interval, the job's bar and
     whether the head does the job (`verdict`)."""
     header = ["job", "best head (layer, head)"]
     header += ["held-out score", "even spread", "median head"]
-    header += ["fixed distance"]
+    header += ["fixed distance", "does the job?"]
     if detail:
         header = ["job", "held-out score", "95% interval", "bar"]
         header += ["does the job?"]
@@ -131,6 +132,7 @@ def table(jobs, detail=False):
                     f"{job.even:.2f}",
                     f"{job.median:.2f}",
                     "is the job" if job.fixed is None else f"{job.fixed:.2f}",
+                    verdict(job),
                 ]
             )
     return markdown_table(header, rows)
