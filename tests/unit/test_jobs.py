@@ -228,7 +228,9 @@ def test_the_figure_and_table_show_each_job():
     assert lean.does_job and lean.common and not found[0].common
     assert does(lean).endswith("| yes; many heads look there too |")
     compact = gallery.table([lean]).data.splitlines()[2]  # the page's table
-    assert compact.endswith("| 0.90 | 0.12 | 0.60 | is the job | yes |")
+    assert compact.endswith(
+        "| 0.90 | 0.12 | 0.60 | is the job | yes; many heads look there too |"
+    )
     # above both baselines, but short of the bar: the job done in part
     part = dataclasses.replace(found[0], held_out=0.3, low=0.25, median=0.03)
     assert part.beats_baselines and not part.does_job

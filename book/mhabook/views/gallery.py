@@ -116,10 +116,10 @@ def table(jobs, detail=False):
         name = html.escape(job.name)
         if job.inputs != "sentences":
             name += f" (on {html.escape(job.inputs)})"
+        does = verdict(job)
+        if job.does_job and job.common:  # the median head looks there too
+            does = "yes; many heads look there too"
         if detail:
-            does = verdict(job)
-            if job.does_job and job.common:  # the median head looks there too
-                does = "yes; many heads look there too"
             interval = f"{job.low:.3f}–{job.high:.3f}"
             score, bar = f"{job.held_out:.3f}", f"{job.bar:.2f}"
             rows.append([name, score, interval, bar, does])
@@ -132,7 +132,7 @@ def table(jobs, detail=False):
                     f"{job.even:.2f}",
                     f"{job.median:.2f}",
                     "is the job" if job.fixed is None else f"{job.fixed:.2f}",
-                    verdict(job),
+                    does,
                 ]
             )
     return markdown_table(header, rows)
