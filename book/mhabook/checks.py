@@ -15,7 +15,8 @@ error that names the fix, because the layers call these checks:
 - `check_weights`, the keys and shapes of weights copied into a layer;
 - `check_padding` and `check_num_tokens`, the sizes of the masks;
 - `check_qkv`, queries, keys and values whose shapes fit together;
-- `check_like_loop`, a batched layer that gives the loop layer's numbers.
+- `check_like_loop`, a batched layer that gives the loop layer's numbers;
+- `check_padding_ignored`, padding that leaves the real tokens as alone.
 
 Inside `unchecked()` the checks a forward pass calls do nothing, so that a
 timing measures the layers' arithmetic alone (`costs.time_interleaved`).
@@ -495,3 +496,17 @@ def check_like_loop(weights, loop_weights, out, loop_out):
             "are put back side by side (transpose(1, 2), then reshape) and "
             "the copy of W^O (output_linear, not transposed)"
         )
+
+
+def check_padding_ignored(batched, alone):
+    """The largest difference between a short sequence's real tokens in a
+    padded batch (`batched`, (T, d)) and the same tokens run alone; a
+    ValueError naming `padding_mask` when it is more than float rounding."""
+    gap = (batched - alone).abs().max().item() if batched.numel() else 0.0
+    if gap >= 1e-6:  # a real token saw padding
+        raise ValueError(
+            f"real tokens differ by {gap:.1e} between the padded batch and "
+            f"alone: check padding_mask (in sequence b, every query sees the "
+            f"first lengths[b] tokens and no padding)"
+        )
+    return gap

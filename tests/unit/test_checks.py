@@ -18,6 +18,7 @@ from mhabook.checks import (
     check_like_loop,
     check_num_tokens,
     check_padding,
+    check_padding_ignored,
     check_qkv,
     check_split,
     check_targets,
@@ -337,3 +338,11 @@ def test_a_batched_layer_unlike_the_loop_is_told_where_to_look():
         check_like_loop(weights, weights[:, :1], out, out)  # a lost head
     with pytest.raises(ValueError, match="weights agree but the outputs"):
         check_like_loop(weights, weights, out, out + 0.1)
+
+
+def test_padding_that_reaches_the_real_tokens_names_padding_mask():
+    real = torch.rand(3, 4)
+    assert check_padding_ignored(real, real + 1e-8) < 1e-6  # rounding
+    assert check_padding_ignored(real[:0], real[:0]) == 0.0  # no tokens
+    with pytest.raises(ValueError, match="differ by 1.0e-02.*padding_mask"):
+        check_padding_ignored(real, real + 0.01)
