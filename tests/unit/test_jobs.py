@@ -106,6 +106,8 @@ def test_a_fixed_distance_is_a_baseline_unless_it_is_the_job():
     # the fixed distance raises the bar when it is the highest baseline
     job = dataclasses.replace(job_at(0.6, 0.1, 0.1), fixed=0.5)
     assert job.base == 0.5 and job.bar == pytest.approx(0.75)
+    assert job.fixed_score == 0.5
+    assert dataclasses.replace(job, fixed=None).fixed_score == 1.0  # the job
     assert not job.does_job and job.beats_baselines
     assert not dataclasses.replace(job, fixed=0.7).beats_baselines
 

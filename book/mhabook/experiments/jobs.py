@@ -181,6 +181,12 @@ class Job:
         return max(self.even, self.median, self.fixed or 0.0)
 
     @property
+    def fixed_score(self):
+        """The best fixed distance's score: 1 where that distance is the
+        job (`fixed` is None)."""
+        return 1.0 if self.fixed is None else self.fixed
+
+    @property
     def bar(self):
         """The score to beat: `CLEAR` of the way from the highest baseline
         (`base`) to 1."""
@@ -217,10 +223,9 @@ def fixed_distance_shares(examples, job):
         scores = []
         for grid in grids:
             counted = grid.any(-1)
-            hit = torch.zeros(len(grid))
-            T = len(grid)
-            i = torch.arange(max(0, -o), max(0, -o, min(T, T - o)))
-            hit[i] = grid[i, i + o].float()  # query i's hit at i + o
+            hit = torch.zeros(len(grid))  # query i: is i + o its target?
+            on = grid.diagonal(o).float()  # grid[i, i + o], i from max(0, -o)
+            hit[max(0, -o) :][: len(on)] = on
             scores.append(hit[counted].mean() if counted.any() else math.nan)
         shares[o] = torch.tensor(scores, dtype=torch.float)
     return shares
@@ -229,9 +234,7 @@ def fixed_distance_shares(examples, job):
 def fixed_distance(examples, job, first):
     """The best fixed distance's score on the held-out examples (from
     1 - `first`), the distance chosen on those from `first`; None where
-    it scores 1 there: the job is that distance."""
-    if isinstance(job, str):
-        job = job_rule(job)
+    it scores 1 there: the job is that distance. `job`: a function."""
     shares = fixed_distance_shares(examples, job)
     if not shares:  # one-token inputs: no distance to look at
         return 0.0
@@ -684,7 +687,7 @@ class RealHeads:
             "grammar_share": job.held_out,
             "grammar_median": job.median,
             "grammar_even": job.even,
-            "grammar_fixed": 1.0 if job.fixed is None else job.fixed,
+            "grammar_fixed": job.fixed_score,
             "grammar_top": sum(top for *_, top in rows),
             "grammar_n": len(rows),
             "grammar_distance": self.grammar_offset[0],

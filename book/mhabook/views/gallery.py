@@ -99,12 +99,11 @@ DOES = {"yes": "does", "partly": "partly does", "no": "does not do"}
 
 
 def table(jobs, detail=False):
-    """The gallery as a Markdown table, one row per job: its best head and
+    """The gallery as a Markdown table, one row per job: its best head,
     that head's held-out score beside the three baselines (the fixed
-    distance reads "is the job" where that distance does the job), and
-    whether the head does the job (`verdict`).
-    detail=True gives instead the score's 95% interval, the job's bar and
-    whether the head does the job (`verdict`)."""
+    distance reads "is the job" where that distance does the job) and
+    whether it does the job (`verdict`). detail=True gives instead the
+    score's 95% interval and the job's bar before the verdict."""
     header = ["job", "best head (layer, head)"]
     header += ["held-out score", "even spread", "median head"]
     header += ["fixed distance", "does the job?"]
