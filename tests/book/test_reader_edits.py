@@ -24,7 +24,9 @@ ZeroDivisionError or any other error: those fail the test.
 
 The edits share one kernel (imports load once; `%reset -f` clears the
 names between edits; figures are made on Agg and closed unrendered, the
-build renders the page's). They do not need the book build, so this file
+build renders the page's; a results function of `mhabook` given the same
+input as in an earlier edit returns a copy of what it returned then,
+tests/harness/memo.py). They do not need the book build, so this file
 runs while it builds.
 """
 
@@ -40,6 +42,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 BOOK = ROOT / "book"
+HARNESS = ROOT / "tests" / "harness"
 sys.path.insert(0, str(ROOT / "tests" / "tools"))
 from edit_notebook import edit_source, find_cell  # noqa: E402
 
@@ -331,6 +334,14 @@ EDITS = [
         ),
         until="elsewhere = len(tokens) - own",
         refuses=r"use masked_fill\(diagonal, 0\)",
+        at="elsewhere = len(tokens) - own",
+    ),
+    Edit(  # reader-edit set 41 #3: each column's largest, not each row's
+        "one_head",
+        "attend_to_self comparing with columns",
+        (change("def attend_to_self(", ".amax(-1)", ".amax(0)"),),
+        until="elsewhere = len(tokens) - own",
+        refuses=r"masked_fill\(diagonal, 0\)\.amax\(-1\)",
         at="elsewhere = len(tokens) - own",
     ),
     Edit(
@@ -1632,12 +1643,21 @@ class Kernel:
     """One IPython kernel in book/, as the build runs notebooks there."""
 
     # every cell's figures are closed after it, unrendered (the build
-    # renders the page's); the callback outlives `%reset -f`
-    SETUP = """
+    # renders the page's); the callback outlives `%reset -f`, and so do
+    # the results functions, computed once per input (harness/memo.py)
+    SETUP = f"""
 def setup():
+    import sys
     import matplotlib.pyplot as plt
     close = lambda result: plt.close("all")
     get_ipython().events.register("post_run_cell", close)
+    sys.path.insert(0, {str(HARNESS)!r})
+    from memo import memoize
+    from mhabook.experiments import costs, realheads, sharing, training
+    memoize(costs, "head_costs_results")
+    memoize(realheads, "testing_results")
+    memoize(sharing, "sharing_results")
+    memoize(training, "heads_learn")
 setup()
 """
 

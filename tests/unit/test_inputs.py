@@ -12,6 +12,7 @@ from transformers import AutoTokenizer
 from mhabook.experiments.checkpoint import bundled_path
 from mhabook.experiments.inputs import (
     check_order,
+    check_self_count,
     check_sentence,
     hand_check,
     note_unless,
@@ -255,6 +256,28 @@ def test_uses_qkv_wants_three_projections_learned_apart():
         head.q(h), head.q(h), head.v(h)
     )  # a forward that reads q where it should read k
     assert not uses_qkv(head, x, scaled_dot_product_attention)
+
+
+def _count_by(largest_other, strict=True):
+    def attend_to_self(weights):  # the page's, with one slip or none
+        diagonal = torch.eye(len(weights), dtype=torch.bool)
+        other = largest_other(weights.masked_fill(diagonal, 0))
+        own = weights.diagonal()
+        return ((own > other) if strict else (own >= other)).sum().item()
+
+    return attend_to_self
+
+
+def test_check_self_count_passes_the_pages_count_and_names_each_slip():
+    check_self_count(_count_by(lambda w: w.amax(-1)))  # the page's
+    slips = [
+        _count_by(lambda w: w.amax(0)),  # each column's largest
+        _count_by(lambda w: w.amax(-1), strict=False),  # ties counted
+        lambda weights: len(weights),  # every row
+    ]
+    for slip in slips:
+        with pytest.raises(ValueError, match=r"counts \d rows .* use masked"):
+            check_self_count(slip)
 
 
 def test_hand_check_names_the_scale_it_found(capsys):

@@ -4,7 +4,8 @@ A page that reads a sentence checks it with `check_sentence`: too few
 tokens, or more than the checkpoint reads, is a ValueError that names the
 fix; a word the tokenizer changes (lower-cased, punctuation split off, cut
 into pieces, unknown) is a printed note, and the page goes on.
-`check_order` refuses an order of the tokens that is not a permutation.
+`check_order` refuses an order of the tokens that is not a permutation;
+`check_self_count` a count of self-attending rows that miscounts.
 `word_position` finds a word a cell needs among the tokens, or says why it
 is not there: absent from the sentence, cut into pieces, or changed by
 lower-casing or punctuation; `word_positions` finds several words of a
@@ -58,6 +59,21 @@ def hand_check(attention):
         return
     kept = bool(first[1:].abs().max() < 1e-6)
     note_unless(kept, "inverted mask: use masked_fill(~mask, -inf)")
+
+
+def check_self_count(count):
+    """Raise where `count`, a function that counts the rows of a (T, T) map
+    whose largest weight is on the diagonal (ties do not count), miscounts
+    a planted map: its rows are not symmetric, and row 1 ties."""
+    planted = torch.tensor([[0.6, 0.3, 0.1], [0.4, 0.4, 0.2], [0.1, 0.2, 0.7]])
+    found = count(planted)
+    if found != 2:  # rows 0 and 2; row 1 ties with its key 0
+        raise ValueError(
+            f"{count.__name__} counts {found} rows of a planted map where 2 "
+            f"give themselves more than any other weight of their row: use "
+            f"masked_fill(diagonal, 0).amax(-1), the largest other weight "
+            f"of each row, and diagonal > it"
+        )
 
 
 def uses_qkv(head, x, attention):
