@@ -7,6 +7,8 @@ working layer or a ValueError that names the fix:
 
 - `group_by_layer` and `check_heads`: the (layer, head) pairs and the
   heads that `heads_removed` and `zero_heads_hook` are given exist;
+- `check_removed`: a model run without heads as the chapter's
+  `heads_removed` runs it;
 - `GroupedAttentionConfig` (Hugging Face's names for h and g) and
   `group_size_for`, the rule that g divides h;
 - `check_fits`: keys and values that fit a `KVCache`;
@@ -147,4 +149,21 @@ def check_decoded(decoded, full, cache):
             f"step of n tokens with causal_mask(n). The cache holds "
             f"{cache.length} of the {full.shape[1]} tokens: append must "
             "advance its length and return only [:, :, :end]"
+        )
+
+
+def check_removed(changed, model, inputs, heads):
+    """Refuse `changed`, `model`'s last hidden state on `inputs` with
+    `heads` removed by a reader's `heads_removed`, where the chapter's
+    (mhabook.layers) gives another."""
+    from mhabook.layers.heads_needed import heads_removed  # its own check
+
+    with torch.inference_mode(), heads_removed(model, heads):
+        expected = model(**inputs).last_hidden_state
+    if not torch.allclose(changed, expected, atol=1e-5):
+        gap = (changed - expected).abs().max().item()
+        raise ValueError(
+            f"removing {heads} gives another output than the chapter's "
+            f"heads_removed (by up to {gap:.2g}): put zero_heads_hook on "
+            f"each layer's attention.output.dense, the input of W^O"
         )

@@ -84,6 +84,12 @@ FEWER_REPEATS = change(
 # heads_learn's main study with 3 seeds, not 12: an exercise below it
 # needs its runs, not their count.
 FEWER_SEEDS = change("runs = tr.heads_learn(", "range(12)", "range(3)")
+# heads_needed's measurements on 5 sentences, 8 rows and one random order
+FEWER_SENTENCES = change(
+    "result = pr.heads_needed_results(",
+    "rows)",
+    "rows[:8], every=30, n_orders=1, n_curves=1)",
+)
 
 # The cells the edits find (a string each holds once).
 ONE_TEXT = 'text = "time flies like an arrow"'
@@ -335,6 +341,21 @@ EDITS = [
         until="elsewhere = len(tokens) - own",
         refuses=r"use masked_fill\(diagonal, 0\)",
         at="elsewhere = len(tokens) - own",
+    ),
+    Edit(  # reader-edit set 41 #28: heads zeroed before the queries
+        "heads_needed",
+        "heads_removed hooking the attention's input, not W^O's",
+        (
+            FEWER_SENTENCES,
+            change(
+                "def heads_removed(",
+                "layers[i].attention.output.dense",
+                "layers[i].attention.self",
+            ),
+        ),
+        until="check_removed(changed, model, sentence, removed)",
+        refuses=r"on each layer's attention\.output\.dense",
+        at="check_removed(changed, model, sentence, removed)",
     ),
     Edit(  # reader-edit set 41 #3: each column's largest, not each row's
         "one_head",

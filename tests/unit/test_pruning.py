@@ -60,6 +60,24 @@ def test_removing_a_head_equals_zeroing_its_value_projection_and_bias():
         assert not torch.allclose(hooked, run(model), atol=1e-4)
 
 
+def test_check_removed_passes_the_chapters_removal_and_names_a_slip():
+    from mhabook.deeper_checks import check_removed
+    from mhabook.layers.heads_needed import zero_heads_hook
+
+    model, heads = tiny_bert(num_attention_heads=4, hidden_size=16), [(1, 2)]
+    batch = tiny_tokenizer()(PAIR, padding=True, return_tensors="pt")
+    with heads_removed(model, heads):
+        check_removed(run(model), model, batch, heads)
+    for slip in (run(model), None):  # nothing removed; the wrong module
+        if slip is None:
+            attention = model.encoder.layer[1].attention.self  # not W^O
+            hook = attention.register_forward_pre_hook(zero_heads_hook([2], 4))
+            slip = run(model)
+            hook.remove()
+        with pytest.raises(ValueError, match=r"attention\.output\.dense"):
+            check_removed(slip, model, batch, heads)
+
+
 def test_removing_all_heads_of_a_layer_leaves_only_the_output_bias():
     model = tiny_bert()
     dense = model.encoder.layer[1].attention.output.dense
