@@ -16,6 +16,7 @@ error that names the fix, because the layers call these checks:
 - `check_padding` and `check_num_tokens`, the sizes of the masks;
 - `check_qkv`, queries, keys and values whose shapes fit together;
 - `check_like_loop`, a batched layer that gives the loop layer's numbers;
+- `check_through_w_o`, a layer output that is its heads' through W^O;
 - `check_padding_ignored`, padding that leaves the real tokens as alone.
 
 Inside `unchecked()` the checks a forward pass calls do nothing, so that a
@@ -510,3 +511,21 @@ def check_padding_ignored(batched, alone):
             f"first lengths[b] tokens and no padding)"
         )
     return gap
+
+
+def check_through_w_o(summed, output):
+    """Refuse a layer's `output` (B, T, d) that is not `summed`, its heads'
+    outputs each through its block of W^O, summed, plus the bias."""
+    if summed.shape != output.shape:
+        raise ValueError(
+            f"the layer's output is {tuple(output.shape)}, its heads' outputs "
+            f"through W^O {tuple(summed.shape)}: return "
+            f"self.output_linear(x), the concatenated heads mixed by W^O"
+        )
+    if not torch.allclose(summed, output, atol=1e-4):
+        gap = (summed - output).abs().max().item()
+        raise ValueError(
+            f"the layer's output differs from its heads' outputs through "
+            f"W^O by up to {gap:.2g}: return self.output_linear(x), the "
+            f"concatenated heads mixed by W^O"
+        )

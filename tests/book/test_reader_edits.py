@@ -61,7 +61,7 @@ class Edit:
     notebook: str
     kind: str  # what a reader did, for the report
     changes: tuple = ()  # (a string the cell holds, old, new), in order
-    until: str | None = None  # a string the last cell to run holds; "END"
+    until: str | None = None  # a string the last cell to run holds
     refuses: str | None = None  # a pattern of the chapter's error
     at: str | None = None  # the cell the refusal comes from, if not edited
     notes: bool | None = None  # must (True) or must not (False) print one
@@ -98,7 +98,8 @@ MANY_TEXT = "linked = "
 ALL_INPUT = "loop = MultiHeadAttention(config)"
 LAB_1 = 'sentence = "the cat sat on the mat because it was soft"'
 CAUSAL_CHECK = "sees_self = causal_mask(T)"  # all_heads
-ONE_END = "tied = AttentionHead("  # the last cell of one_head
+ONE_END = "tied = AttentionHead("  # one_head's last visible cell
+ONE_VERDICTS = 'verdict("tied_short"'  # and the hidden one after it
 MANY_QKV = "def qkv_parameters(heads):"  # the last cell before training
 ALL_END = "both = causal_mask(longest) & padding_mask(lengths, longest)"
 LAB_1_END = "coref_weight=coreference"
@@ -356,6 +357,44 @@ EDITS = [
         until="check_removed(changed, model, sentence, removed)",
         refuses=r"on each layer's attention\.output\.dense",
         at="check_removed(changed, model, sentence, removed)",
+    ),
+    Edit(  # reader-edit set 42 O5: long vectors saturate the random head
+        "one_head",
+        "embeddings ten times longer",
+        (
+            change(
+                "token_emb = nn.Embedding(",
+                "token_emb(inputs.input_ids)  #",
+                "10 * token_emb(inputs.input_ids)  #",
+            ),
+        ),
+        until=ONE_VERDICTS,
+    ),
+    Edit(  # reader-edit set 42 O3: d_k = d, the tied head back at the wall
+        "one_head",
+        "one head as wide as the model",
+        (
+            change(
+                ONE_TEXT,
+                "config = BertConfig()",
+                "config = BertConfig(num_attention_heads=1)",
+            ),
+        ),
+        until=ONE_VERDICTS,
+    ),
+    Edit(  # reader-edit set 42 M6: the concatenated heads returned
+        "many_heads",
+        "the layer returning its heads without W^O",
+        (
+            change(
+                "class MultiHeadAttention(nn.Module):",
+                "return self.output_linear(x), weights",
+                "return x, weights",
+            ),
+        ),
+        until="check_through_w_o(summed, attn_output)",
+        refuses=r"return self\.output_linear\(x\)",
+        at="check_through_w_o(summed, attn_output)",
     ),
     Edit(  # reader-edit set 41 #3: each column's largest, not each row's
         "one_head",
@@ -1054,6 +1093,18 @@ EDITS = [
         ),
         until="grouped_bert.check_like_package(",
         refuses="make=grouped_from_bert",
+        at="grouped_bert.check_like_package(",
+    ),
+    Edit(  # reader-edit set 41 #32: the mean over the groups, not in each
+        "sharing_kv",
+        "grouped_from_bert averaging over the groups",
+        (
+            change(
+                "def grouped_from_bert(", "grouped.mean(1)", "grouped.mean(0)"
+            ),
+        ),
+        until="grouped_bert.check_like_package(",
+        refuses=r"check how it pools each group's h/g heads",
         at="grouped_bert.check_like_package(",
     ),
     Edit(

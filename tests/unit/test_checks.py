@@ -22,6 +22,7 @@ from mhabook.checks import (
     check_qkv,
     check_split,
     check_targets,
+    check_through_w_o,
     check_weights,
     takes_config,
 )
@@ -346,3 +347,21 @@ def test_padding_that_reaches_the_real_tokens_names_padding_mask():
     assert check_padding_ignored(real[:0], real[:0]) == 0.0  # no tokens
     with pytest.raises(ValueError, match="differ by 1.0e-02.*padding_mask"):
         check_padding_ignored(real, real + 0.01)
+
+
+def test_check_through_w_o_wants_the_heads_mixed_by_the_output_map():
+    from mhabook.layers import MultiHeadAttention
+
+    config = BertConfig(hidden_size=8, num_attention_heads=2)
+    layer, x = MultiHeadAttention(config), torch.randn(1, 3, 8)
+    output, _ = layer(x)
+    heads = [head(x)[0] for head in layer.heads]  # (1, 3, 4) each
+    blocks = layer.output_linear.weight.T.split(4)  # 2 x (4, 8)
+    summed = sum(z @ w for z, w in zip(heads, blocks))
+    summed = summed + layer.output_linear.bias
+    check_through_w_o(summed, output)  # the layer as taught
+    concat = torch.cat(heads, -1)  # W^O left out
+    with pytest.raises(ValueError, match=r"up to .*return self\.output"):
+        check_through_w_o(summed, concat)
+    with pytest.raises(ValueError, match=r"\(1, 3, 4\), its heads'"):
+        check_through_w_o(summed, heads[0])

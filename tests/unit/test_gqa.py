@@ -467,6 +467,12 @@ def test_a_page_s_grouped_from_bert_must_build_the_package_s_weights():
     with pytest.raises(ValueError, match="make=grouped_from_bert"):
         check_like_package(first_heads, model)
 
+    def broken(bert_attention, num_kv_heads):  # a shape slip inside
+        raise RuntimeError("shape '[8, 16]' is invalid for input of size 4")
+
+    with pytest.raises(ValueError, match=r"broken stopped .* check how"):
+        check_like_package(broken, model)
+
 
 def test_decoding_unlike_the_full_pass_says_what_to_fix():
     from mhabook.deeper_checks import check_decoded

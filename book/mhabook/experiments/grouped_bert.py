@@ -60,7 +60,14 @@ def check_like_package(make, model, num_kv_heads=1):
     that builds other weights from the model's first block than this
     module's, which made the page's figures."""
     block = model.encoder.layer[0].attention
-    ours = make(block, num_kv_heads).state_dict()
+    try:
+        ours = make(block, num_kv_heads).state_dict()
+    except RuntimeError as error:  # a slip in the page's shapes
+        raise ValueError(
+            f"{make.__name__} stopped inside PyTorch at g = {num_kv_heads} "
+            f"({error}): check how it pools each group's h/g heads, dim 1 "
+            f"of (g, h/g, d_k, d or 1)"
+        ) from error
     package = grouped_from_bert(block, num_kv_heads).state_dict()
     if ours.keys() != package.keys() or not all(
         torch.equal(ours[k], package[k]) for k in ours
