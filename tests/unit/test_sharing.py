@@ -347,6 +347,7 @@ def test_the_page_verdicts_read_each_outcome_and_compare_the_stack():
             stack_speedup=stack,
             growth_without=ratio(4.9, 4.0, 6.0),
             growth_with=ratio(1.8, 1.4, 2.6),
+            cached_steady=False,
         )
         conversion = SimpleNamespace(
             kv_counts=[2, 1],
@@ -394,3 +395,14 @@ def test_a_grouped_class_that_tiles_the_heads_is_refused():
 
     with pytest.raises(ValueError, match="repeat_interleave, not repeat"):
         sharing.check_like_checked(Tiled)
+
+
+def test_cached_steady_reads_each_length_against_the_next():
+    term = costs.Term
+    steady = sharing.Timing.cached_steady.fget
+
+    def at(*medians):
+        return SimpleNamespace(cached_steps=[term(m, m, m) for m in medians])
+
+    assert steady(at(1e-6, 1e-6, 2e-6))  # held, then rose
+    assert not steady(at(1.3e-4, 1.6e-4, 1.1e-4, 2e-4))  # a dip at one S

@@ -258,6 +258,13 @@ class Timing:
         return self.lengths[-1] // 2
 
     @property
+    def cached_steady(self):
+        """Whether the cached step's median time rose (or held) from each
+        length to the next: one noisy length can break it."""
+        medians = [term.median for term in self.cached_steps]
+        return all(a <= b for a, b in zip(medians, medians[1:]))
+
+    @property
     def speedup(self):
         """without / cached at the longest S."""
         return self.speedups[-1]

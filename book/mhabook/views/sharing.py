@@ -134,6 +134,15 @@ def page_verdicts(r):
             },
         ),
         (
+            "cached_steady",
+            "above",
+            (int(t.cached_steady), 0),
+            {
+                True: "rose at every length",
+                False: "did not rise at every length",
+            },
+        ),
+        (
             "growth_with_verdict",
             "compare",
             t.growth_with.against(1),
