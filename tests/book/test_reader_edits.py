@@ -382,6 +382,19 @@ EDITS = [
         ),
         until=ONE_VERDICTS,
     ),
+    Edit(  # reader-edit set 43 #8: a fourth token in the hand-checked layer
+        "many_heads",
+        "a fourth token in the layer checked by hand",
+        (
+            change(
+                "X = torch.tensor([[1.0, 0, 1, 0]",
+                "[1, 1, 0, 0]])",
+                "[1, 1, 0, 0], [0, 0, 1, 1]])",
+            ),
+        ),
+        until="as_text = X.shape == (3, 4)",
+        notes=True,
+    ),
     Edit(  # reader-edit set 42 M6: the concatenated heads returned
         "many_heads",
         "the layer returning its heads without W^O",

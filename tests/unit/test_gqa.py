@@ -452,6 +452,8 @@ def test_a_conversion_measures_what_sharing_moves():
     assert found.cosines_at(4).eq(1).all()  # g = h: nothing averaged
     with pytest.raises(ValueError, match="g = 3 was not measured.*\\[1, 2\\]"):
         found.cosines_at(3)
+    with pytest.raises(ValueError, match="g = 3 was not measured"):
+        found.fidelity(3)  # a reader's g, from another cell
 
 
 def test_a_page_s_grouped_from_bert_must_build_the_package_s_weights():

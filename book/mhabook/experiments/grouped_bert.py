@@ -149,7 +149,7 @@ class Conversion:
     to_even: torch.Tensor  # (L,): moved to an even spread
 
     def fidelity(self, g):
-        return 1.0 if g == self.num_heads else self.cosines[g].mean().item()
+        return self.cosines_at(g).mean().item()  # 1 at g = h
 
     def cosines_at(self, g):
         """(N,): each sentence's cosine at g key/value heads; all 1 at
@@ -164,9 +164,7 @@ class Conversion:
         return self.cosines[g]
 
     def fidelity_half(self, g, half):
-        if g == self.num_heads:
-            return 1.0
-        return self.cosines[g][self.halves[half]].mean().item()
+        return self.cosines_at(g)[self.halves[half]].mean().item()
 
     @property
     def fidelity_none(self):
