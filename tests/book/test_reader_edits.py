@@ -382,6 +382,19 @@ EDITS = [
         ),
         until=ONE_VERDICTS,
     ),
+    Edit(  # reader-edit set 44 #14: the taught layer without its dropout
+        "all_heads",
+        "AttentionLayer with its dropout line deleted",
+        (
+            change(
+                "class AttentionLayer(nn.Module):",
+                "weights = self.dropout(weights)  # only in training",
+                "pass  # no dropout",
+            ),
+        ),
+        until="none dropped: p = 0, or no self.dropout",
+        notes=True,
+    ),
     Edit(  # reader-edit set 43 #8: a fourth token in the hand-checked layer
         "many_heads",
         "a fourth token in the layer checked by hand",
