@@ -199,9 +199,36 @@ EDITS = [
                 ".sum().item()",
             ),
         ),
-        until="far from an even spread here",
+        until="elsewhere = len(tokens) - own",
         refuses="mean, not its sum",
-        at="far from an even spread here",
+        at="elsewhere = len(tokens) - own",
+    ),
+    Edit(  # reader-edit set 45 #6: the largest weight, not the mean
+        "one_head",
+        "a diagonal's largest weight, not its mean",
+        (
+            change(
+                "def diagonal_share(weights):",
+                ".mean().item()",
+                ".max().item()",
+            ),
+        ),
+        until="elsewhere = len(tokens) - own",
+        refuses="not its sum or largest",
+        at="elsewhere = len(tokens) - own",
+    ),
+    Edit(  # reader-edit set 45 #5: the mask never applied
+        "one_head",
+        "the masking line deleted",
+        (
+            change(
+                "def scaled_dot_product_attention(",
+                'scores = scores.masked_fill(~mask, float("-inf"))',
+                "pass",
+            ),
+        ),
+        until="hand_check(scaled_dot_product_attention)",
+        notes=True,
     ),
     Edit(
         "one_head",

@@ -280,6 +280,21 @@ def test_check_self_count_passes_the_pages_count_and_names_each_slip():
             check_self_count(slip)
 
 
+def test_check_diagonal_share_passes_the_mean_and_names_a_slip():
+    from mhabook.experiments.inputs import check_diagonal_share
+
+    def mean(weights):
+        return weights.diagonal(dim1=-2, dim2=-1).mean().item()
+
+    check_diagonal_share(mean)
+    for slip in (
+        lambda w: w.diagonal().sum().item(),
+        lambda w: w.max().item(),
+    ):
+        with pytest.raises(ValueError, match="averages 0.567: use the diag"):
+            check_diagonal_share(slip)
+
+
 def test_hand_check_names_the_scale_it_found(capsys):
     def attention(q, k, v, scale=2.0):
         weights = (q @ k.mT / scale).softmax(-1)
@@ -305,6 +320,8 @@ def test_hand_check_notes_an_inverted_mask(capsys):
     assert capsys.readouterr().out == ""
     hand_check(lambda q, k, v, mask=None: attention(q, k, v, mask, False))
     assert "inverted mask: use masked_fill(~mask" in capsys.readouterr().out
+    hand_check(lambda q, k, v, mask=None: attention(q, k, v))  # unused
+    assert "mask ignored: apply it with masked_fill" in capsys.readouterr().out
     hand_check(lambda q, k, v: attention(q, k, v))  # no mask argument
     assert capsys.readouterr().out == ""
 

@@ -5,7 +5,9 @@ tokens, or more than the checkpoint reads, is a ValueError that names the
 fix; a word the tokenizer changes (lower-cased, punctuation split off, cut
 into pieces, unknown) is a printed note, and the page goes on.
 `check_order` refuses an order of the tokens that is not a permutation;
-`check_self_count` a count of self-attending rows that miscounts.
+`check_self_count` a count of self-attending rows that miscounts, and
+`check_diagonal_share` a share of the diagonal that misreads a planted map
+(`check_map_readers` runs both).
 `word_position` finds a word a cell needs among the tokens, or says why it
 is not there: absent from the sentence, cut into pieces, or changed by
 lower-casing or punctuation; `word_positions` finds several words of a
@@ -57,8 +59,32 @@ def hand_check(attention):
         first = attention(x, x, x, mask=causal)[1][0, 0]  # key 0 alone
     except TypeError:  # a version without a `mask` argument
         return
-    kept = bool(first[1:].abs().max() < 1e-6)
-    note_unless(kept, "inverted mask: use masked_fill(~mask, -inf)")
+    if first[1:].abs().max() >= 1e-6:  # query 0 weighs a later key
+        ignored = first.allclose(attention(x, x, x)[1][0, 0])
+        slip = (
+            "mask ignored: apply it with" if ignored else "inverted mask: use"
+        )
+        print(f"Note: {slip} masked_fill(~mask, -inf)")
+
+
+def check_diagonal_share(share):
+    """Raise where `share`, a function that gives the mean weight the rows
+    of a (T, T) map put on themselves, misreads a planted map."""
+    planted = torch.tensor([[0.6, 0.3, 0.1], [0.4, 0.4, 0.2], [0.1, 0.2, 0.7]])
+    found = share(planted)
+    if abs(found - 1.7 / 3) > 1e-6:  # (0.6 + 0.4 + 0.7) / 3
+        raise ValueError(
+            f"{share.__name__} gives {found:.3f} on a planted map whose "
+            f"diagonal averages 0.567: use the diagonal's mean, not its sum "
+            f"or largest, weights.diagonal(dim1=-2, dim2=-1).mean()"
+        )
+
+
+def check_map_readers(share, count):
+    """Raise where one_head's `diagonal_share` or `attend_to_self`, read on
+    a planted map, gives another number than its docstring promises."""
+    check_diagonal_share(share)
+    check_self_count(count)
 
 
 def check_self_count(count):
