@@ -182,7 +182,7 @@ def test_page_verdicts_judge_ratios_as_printed_and_differences_by_sign():
         "fused_long": "not clearly faster or slower than",  # 0.78 to 1.00
         "gap_short": "the loop took longer",
         "rest_sign": "negative",
-        "dispatch_rest": "the parts overshoot the difference",
+        "rest_summary": "the parts overshoot the difference",
     }
     record.head_counts = (2, 4)  # a reader's counts: h = 2 still batches
     (few,) = [

@@ -21,6 +21,9 @@ import string
 import torch
 
 PUNCTUATION = set(string.punctuation)
+# A (T, T) map for the checks of one_head's map readers: its rows are not
+# symmetric, row 1 ties, and its diagonal averages 1.7 / 3.
+PLANTED = torch.tensor([[0.6, 0.3, 0.1], [0.4, 0.4, 0.2], [0.1, 0.2, 0.7]])
 
 
 def note_unless(holds, message):
@@ -69,9 +72,8 @@ def hand_check(attention):
 
 def check_diagonal_share(share):
     """Raise where `share`, a function that gives the mean weight the rows
-    of a (T, T) map put on themselves, misreads a planted map."""
-    planted = torch.tensor([[0.6, 0.3, 0.1], [0.4, 0.4, 0.2], [0.1, 0.2, 0.7]])
-    found = share(planted)
+    of a (T, T) map put on themselves, misreads the planted map."""
+    found = share(PLANTED.clone())  # a copy: a slip may write in place
     if abs(found - 1.7 / 3) > 1e-6:  # (0.6 + 0.4 + 0.7) / 3
         raise ValueError(
             f"{share.__name__} gives {found:.3f} on a planted map whose "
@@ -90,9 +92,8 @@ def check_map_readers(share, count):
 def check_self_count(count):
     """Raise where `count`, a function that counts the rows of a (T, T) map
     whose largest weight is on the diagonal (ties do not count), miscounts
-    a planted map: its rows are not symmetric, and row 1 ties."""
-    planted = torch.tensor([[0.6, 0.3, 0.1], [0.4, 0.4, 0.2], [0.1, 0.2, 0.7]])
-    found = count(planted)
+    the planted map."""
+    found = count(PLANTED.clone())
     if found != 2:  # rows 0 and 2; row 1 ties with its key 0
         raise ValueError(
             f"{count.__name__} counts {found} rows of a planted map where 2 "

@@ -233,8 +233,8 @@ GAP = {  # the loop's time minus the batched layer's, against 0
     "same": "the two cannot be told apart",
     "less": "the loop took less time",
 }
-REST = {  # what the accounting leaves, against 0, for the summary; not
-    # set against dispatch: a signed rest below it need not be smaller
+REST = {  # what the accounting leaves, against 0, in the summary's words;
+    # not set against dispatch: a signed rest below it need not be smaller
     # (blind reads 172 and 173)
     "more": "part of the difference stays unexplained",
     "same": "their leftover cannot be told from zero",
@@ -285,5 +285,5 @@ def page_verdicts(r):
         ),
         ("gap_short", "compare", a.gap.against(0), GAP),
         ("rest_sign", "compare", a.rest.against(0), SIGN),
-        ("dispatch_rest", "compare", a.rest.against(0), REST),
+        ("rest_summary", "compare", a.rest.against(0), REST),
     ]
