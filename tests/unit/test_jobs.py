@@ -76,40 +76,11 @@ def test_without_the_planted_head_no_head_does_the_job():
     assert previous.held_out == pytest.approx(previous.even)
 
 
-def test_a_fixed_distance_is_a_baseline_unless_it_is_the_job():
-    examples = [bare()] * 4
-    # the previous word is the distance -1: a baseline it cannot beat
-    assert jobs.fixed_distance(examples, jobs.previous_word, 0) is None
-
-    def flies_to_flies(ex):  # "flies" (2) to "flies" (6), 4 tokens on
-        return jobs.same_word_other_sentence(ex).triu()
-
-    assert jobs.fixed_distance(examples, flies_to_flies, 0) is None
-
-    def two_targets(ex):  # "time" (1) to "like" (3) and to "fruit" (5)
-        targets = torch.zeros(T, T, dtype=torch.bool)
-        targets[1, 3] = targets[1, 5] = targets[2, 6] = True
-        return targets
-
-    # +4 hits for "flies" (2 -> 6) and "time" (1 -> 5): both words; +2 only
-    # "time" (1 -> 3): the best distance is +4, with every word hit
-    assert jobs.fixed_distance(examples, two_targets, 0) is None
-    found = jobs.best_at([example()] * 4, jobs.same_word_other_sentence)
-    assert found.fixed == pytest.approx(0.5)  # +4 finds 2 -> 6, not 6 -> 2
-
-    def next_or_third(ex):  # half the words' target 1 on, half 3 on
-        targets = torch.zeros(T, T, dtype=torch.bool)
-        targets[1, 2] = targets[2, 5] = True
-        return targets
-
-    assert jobs.fixed_distance(examples, next_or_third, 0) == 0.5
-    # the fixed distance raises the bar when it is the highest baseline
-    job = dataclasses.replace(job_at(0.6, 0.1, 0.1), fixed=0.5)
+def test_the_bar_rises_with_the_higher_baseline():
+    job = job_at(0.6, 0.1, 0.5)  # the median head is the higher baseline
     assert job.base == 0.5 and job.bar == pytest.approx(0.75)
-    assert job.fixed_score == 0.5
-    assert dataclasses.replace(job, fixed=None).fixed_score == 1.0  # the job
     assert not job.does_job and job.beats_baselines
-    assert not dataclasses.replace(job, fixed=0.7).beats_baselines
+    assert not dataclasses.replace(job, even=0.7).beats_baselines
 
 
 def test_a_job_with_no_targets_is_a_clear_error():
@@ -209,12 +180,10 @@ def test_the_figure_and_table_show_each_job():
     found[2].inputs = "pairs"
     rows = gallery.table(found).data.splitlines()
     assert len(rows) == 2 + len(found)
-    assert rows[2] == (
-        "| previous word | 1, 2 | 1.00 | 0.12 | 0.12 | is the job | yes |"
-    )
+    assert rows[2] == "| previous word | 1, 2 | 1.00 | 0.12 | 0.12 | yes |"
     assert rows[0].endswith(
         "| best head (layer, head) | held-out score | even spread | "
-        "median head | fixed distance | does the job? |"
+        "median head | does the job? |"
     )
     assert rows[4].startswith("| same word, other sentence (on pairs) |")
     detail = gallery.table(found, detail=True).data.splitlines()
@@ -231,7 +200,7 @@ def test_the_figure_and_table_show_each_job():
     assert does(lean).endswith("| yes; many heads look there too |")
     compact = gallery.table([lean]).data.splitlines()[2]  # the page's table
     assert compact.endswith(
-        "| 0.90 | 0.12 | 0.60 | is the job | yes; many heads look there too |"
+        "| 0.90 | 0.12 | 0.60 | yes; many heads look there too |"
     )
     # above both baselines, but short of the bar: the job done in part
     part = dataclasses.replace(found[0], held_out=0.3, low=0.25, median=0.03)
@@ -437,9 +406,8 @@ def test_the_study_runs_on_a_random_bert_and_finds_no_job_there(tmp_path):
     assert names == [
         "model_phrase",
         "jobs_done",
-        "grammar_seen",
+        "grammar_place",
         "grammar_rival_side",
-        "grammar_wider",
         "grammar_after_side",
         "first_look",
         "parks_on",

@@ -7,8 +7,7 @@ word's attention that lands on its targets, averaged over the query words
 that have a target and then over the examples. The score is computed the
 same way for every head, so the best head is chosen on one half of the
 examples (the even rows) and scored on the other half (the odd rows),
-beside three baselines: an even spread over the tokens, the median head,
-and a head that always looks the same number of tokens away.
+beside two baselines: an even spread over the tokens and the median head.
 
 An example is a dict from `realheads.run_examples`: `attention`
 (L, h, T, T), `tokens`, `segments` (T,) and `special` (positions of [CLS]
@@ -170,21 +169,11 @@ class Job:
     median: float  # the median head's score on the odd examples
     n_examples: int  # odd examples in which some query word has a target
     inputs: str = "sentences"  # what it was measured on, or "pairs"
-    # a head fixed at the best distance (chosen on the even examples), on
-    # the odd ones; None when that distance does the job: it is the job
-    fixed: float | None = None
 
     @property
     def base(self):
-        """The highest baseline: an even spread, the median head or, where
-        the job is not itself a fixed distance, the best fixed distance."""
-        return max(self.even, self.median, self.fixed or 0.0)
-
-    @property
-    def fixed_score(self):
-        """The best fixed distance's score: 1 where that distance is the
-        job (`fixed` is None)."""
-        return 1.0 if self.fixed is None else self.fixed
+        """The higher baseline: an even spread or the median head."""
+        return max(self.even, self.median)
 
     @property
     def bar(self):
@@ -209,44 +198,6 @@ class Job:
         """Held out, its whole interval lies above every baseline (a job
         it does in part, when it misses `bar`)."""
         return self.low > self.base
-
-
-def fixed_distance_shares(examples, job):
-    """{distance: (N,) scores}: for each distance o (in tokens, negative
-    looking back), the score of a head whose query i looks only at token
-    i + o, per example (NaN where no query word has a target), on the
-    `job`'s targets, as `job_shares` scores a head."""
-    grids = [job(ex) for ex in examples]
-    longest = max(len(grid) for grid in grids)
-    shares = {}
-    for o in [o for o in range(1 - longest, longest) if o]:
-        scores = []
-        for grid in grids:
-            counted = grid.any(-1)
-            hit = torch.zeros(len(grid))  # query i: is i + o its target?
-            on = grid.diagonal(o).float()  # grid[i, i + o], i from max(0, -o)
-            hit[max(0, -o) :][: len(on)] = on
-            scores.append(hit[counted].mean() if counted.any() else math.nan)
-        shares[o] = torch.tensor(scores, dtype=torch.float)
-    return shares
-
-
-def fixed_distance(examples, job, first):
-    """The best fixed distance's score on the held-out examples (from
-    1 - `first`), the distance chosen on those from `first`; None where
-    it scores 1 there: the job is that distance. `job`: a function."""
-    shares = fixed_distance_shares(examples, job)
-    if not shares:  # one-token inputs: no distance to look at
-        return 0.0
-    chosen = {}
-    for o, scores in shares.items():
-        mean, n = nanmean0(scores[first::2, None])
-        chosen[o] = mean.item() if n else 0.0
-    best = max(chosen, key=lambda o: (chosen[o], -abs(o)))
-    if chosen[best] >= 1 - 1e-6:
-        return None
-    held, n = nanmean0(shares[best][1 - first :: 2, None])
-    return held.item() if n else 0.0
 
 
 def nanmean0(values):
@@ -319,7 +270,6 @@ def best_at(examples, job, seed=0, choose_on="even", specials=False):
         even=spread,
         median=odd.mean(0).median().item(),
         n_examples=len(held),
-        fixed=fixed_distance(examples, rule, first),
     )
 
 
@@ -687,7 +637,6 @@ class RealHeads:
             "grammar_share": job.held_out,
             "grammar_median": job.median,
             "grammar_even": job.even,
-            "grammar_fixed": job.fixed_score,
             "grammar_top": sum(top for *_, top in rows),
             "grammar_n": len(rows),
             "grammar_distance": self.grammar_offset[0],

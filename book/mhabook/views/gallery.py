@@ -100,13 +100,12 @@ DOES = {"yes": "does", "partly": "partly does", "no": "does not do"}
 
 def table(jobs, detail=False):
     """The gallery as a Markdown table, one row per job: its best head,
-    that head's held-out score beside the three baselines (the fixed
-    distance reads "is the job" where that distance does the job) and
-    whether it does the job (`verdict`). detail=True gives instead the
-    score's 95% interval and the job's bar before the verdict."""
+    that head's held-out score beside the two baselines and whether it
+    does the job (`verdict`). detail=True gives instead the score's 95%
+    interval and the job's bar before the verdict."""
     header = ["job", "best head (layer, head)"]
     header += ["held-out score", "even spread", "median head"]
-    header += ["fixed distance", "does the job?"]
+    header += ["does the job?"]
     if detail:
         header = ["job", "held-out score", "95% interval", "bar"]
         header += ["does the job?"]
@@ -130,7 +129,6 @@ def table(jobs, detail=False):
                     f"{job.held_out:.2f}",
                     f"{job.even:.2f}",
                     f"{job.median:.2f}",
-                    "is the job" if job.fixed is None else f"{job.fixed:.2f}",
                     does,
                 ]
             )
@@ -189,9 +187,10 @@ HELD_OUT_HALVES = {
 HELD_OUT_HALVES["some"] = "in one of two tries"
 HELD_OUT_HALVES["most"] = HELD_OUT_HALVES["some"]
 
-# Whether the grammar head's held-out interval clears both baselines.
-GRAMMAR_SEEN = {True: "favours the determiner's noun"}
-GRAMMAR_SEEN[False] = "favours no word clearly"
+# Whether the grammar head finds the noun (its top token) for more
+# determiners than the best fixed distance does.
+PLACE = {True: "No fixed distance does as well"}
+PLACE[False] = "A fixed distance does as well"
 
 
 # Whether other words whose next noun is the same (the words between, the
@@ -199,11 +198,6 @@ GRAMMAR_SEEN[False] = "favours no word clearly"
 # head's determiners do: above the low end of its held-out interval.
 RIVAL = {True: "Other words look at it as much"}
 RIVAL[False] = "The determiner looks at it most"
-# Whether other words (the words between, the word just before the
-# determiner) give the noun more than twice an even share: then the head
-# does more than the determiner's job.
-WIDER = {True: "Its job is wider than this one"}
-WIDER[False] = "Other words give the noun little"
 # Whether the token just past the noun gets at least half the noun's share
 # of the determiner's attention: a head that looked a few tokens ahead would.
 AFTER = {True: "The head may just look ahead"}
@@ -224,14 +218,18 @@ def page_verdicts(study, first, checkpoint):
     have = {"none": "none has", "some": count, "most": count}
     have["all"] = "each has"
     look = {True: "mostly there", False: "mostly elsewhere"}
-    grammar = study.grammar
-    base = max(grammar.even, grammar.median)  # a head that favours no word
+    grammar, top = study.grammar, study.grammar_numbers()
     # above layer 0: the halves where "flies" in A favours its subject
     upper_subject = checks_won((study.upper, study.upper_swapped), "less")
     return [
         ("model_phrase", "above", (int(checkpoint.is_bundled), 0), MODEL),
         ("jobs_done", "how_many", (done, len(study.word_jobs)), have),
-        ("grammar_seen", "above", (grammar.low, base), GRAMMAR_SEEN),
+        (
+            "grammar_place",  # determiners whose noun is its top token
+            "above",
+            (top["grammar_top"], top["grammar_by_place"]),
+            PLACE,
+        ),
         (
             "grammar_rival_side",  # the words whose next noun it is too
             "above",
@@ -240,15 +238,6 @@ def page_verdicts(study, first, checkpoint):
                 grammar.low,
             ),
             RIVAL,
-        ),
-        (
-            "grammar_wider",  # the noun's share from the other words
-            "above",
-            (
-                max(study.grammar_between, study.grammar_before),
-                2 * grammar.even,
-            ),
-            WIDER,
         ),
         (
             "grammar_after_side",
