@@ -68,12 +68,12 @@ def test_accounting_table_rows_in_signed_ms():
     assert "-3.000 to -1.000" in table
 
 
-def test_numbers_keep_two_or_three_significant_digits():
+def test_numbers_keep_two_decimals_under_10_and_none_above():
     texts = [head_costs.number(x) for x in (0.5912, 1.0034, 8.624, 10.94)]
-    assert texts == ["0.59", "1.00", "8.62", "10.9"]
+    assert texts == ["0.59", "1.00", "8.62", "11"]
     assert head_costs.number(1234.5) == "1,234"
     assert head_costs.ratio_text(PairedRatio(10.94, 8.621, 13.16)) == (
-        "10.9 (8.62 to 13.2)"
+        "11 (8.62 to 13)"
     )
 
 

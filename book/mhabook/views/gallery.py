@@ -99,13 +99,12 @@ DOES = {"yes": "does", "partly": "partly does", "no": "does not do"}
 
 
 def table(jobs, detail=False):
-    """The gallery as a Markdown table, one row per job: its best head,
-    that head's held-out score beside the two baselines and whether it
-    does the job (`verdict`). detail=True gives instead the score's 95%
-    interval and the job's bar before the verdict."""
+    """The gallery as a Markdown table, one row per job: its best head and
+    that head's held-out score beside the two baselines. detail=True gives
+    instead the score's 95% interval, the job's bar and whether the head
+    does the job (`verdict`)."""
     header = ["job", "best head (layer, head)"]
     header += ["held-out score", "even spread", "median head"]
-    header += ["does the job?"]
     if detail:
         header = ["job", "held-out score", "95% interval", "bar"]
         header += ["does the job?"]
@@ -114,10 +113,10 @@ def table(jobs, detail=False):
         name = html.escape(job.name)
         if job.inputs != "sentences":
             name += f" (on {html.escape(job.inputs)})"
-        does = verdict(job)
-        if job.does_job and job.common:  # the median head looks there too
-            does = "yes; many heads look there too"
         if detail:
+            does = verdict(job)
+            if job.does_job and job.common:  # the median head looks there
+                does = "yes; many heads look there too"
             interval = f"{job.low:.3f}–{job.high:.3f}"
             score, bar = f"{job.held_out:.3f}", f"{job.bar:.2f}"
             rows.append([name, score, interval, bar, does])
@@ -129,7 +128,6 @@ def table(jobs, detail=False):
                     f"{job.held_out:.2f}",
                     f"{job.even:.2f}",
                     f"{job.median:.2f}",
-                    does,
                 ]
             )
     return markdown_table(header, rows)
@@ -150,7 +148,7 @@ def picture_table(flies, swapped, rival=True):
         f"head {swapped.head}, chosen on the odd pairs",
     ]
     rows = [
-        ["the pattern: score (95% interval), bar 1"]
+        ["the weaker pattern: score (95% interval), bar 1"]
         + [
             f"{pattern[t.pattern_holds]}: {t.score.mean:.2f} "
             f"({t.score.low:.2f} to {t.score.high:.2f})"

@@ -99,11 +99,10 @@ def accounting_table(accounting):
 
 
 def number(x):
-    """A ratio at 2 or 3 significant digits: '0.59', '1.00', '8.62',
-    '10.9', '130'."""
-    if abs(x) < 10:
-        return f"{x:.2f}"
-    return f"{x:.1f}" if abs(x) < 100 else f"{x:,.0f}"
+    """A ratio to two decimals under 10, whole above: '0.59', '1.00',
+    '8.62', '11', '130'. Fifteen repeats do not support a third digit of
+    a large ratio."""
+    return f"{x:.2f}" if abs(x) < 10 else f"{x:,.0f}"
 
 
 def shown(ratio):

@@ -87,9 +87,9 @@ def estimate_text(mid, low, high, scale=1.0, digits=0):
 
 def faster_phrases(ratio):
     """{outcome of the rule `compare`: phrase} for a PairedRatio of times,
-    without the cache over with it: '70.4 (66.2 to 88.3) times faster'."""
+    without the cache over with it: '70 (66 to 88) times faster'."""
     x, low, high = ratio.median, ratio.low, ratio.high
-    # 2 or 3 significant digits: '68.0 (43.3 to 109)'
+    # two decimals under 10, whole numbers above: '68 (43 to 109)'
     up = f"{number(x)} ({number(low)} to {number(high)})"
     down = f"{number(1 / x)} ({number(1 / high)} to {number(1 / low)})"
     return {
