@@ -1229,6 +1229,32 @@ EDITS = [
     ),
     Edit(
         "real_heads",
+        "the held-out head scored on the half that chose it",
+        (
+            change(
+                "pair_job = job in jobs.PAIR_JOBS",
+                "scores[1::2, layer, head]",
+                "scores[0::2, layer, head]",
+            ),
+        ),
+        until="close = abs(held_out",
+        notes=True,
+    ),
+    Edit(
+        "real_heads",
+        "the held-out cell at the pair job",
+        (
+            change(
+                "pair_job = job in jobs.PAIR_JOBS",
+                'job = "next word"',
+                'job = "same word, other sentence"',
+            ),
+        ),
+        until="close = abs(held_out",
+        notes=False,
+    ),
+    Edit(
+        "real_heads",
         "the score counted over keys, not query rows",
         (change("counted = targets.any(-1)", ".any(-1)", ".any(0)"),),
         until="same = abs(score",
