@@ -258,10 +258,13 @@ def test_the_picture_table_says_yes_no_or_cannot_tell_for_each_choice():
         "| the weaker pattern: score (95% interval), bar 1 "
         "| yes: 1.20 (1.10 to 1.30) | no: 1.00 (0.90 to 1.10) |"
     )
-    assert rows[3].endswith("| yes | no: the word before wins |")
+    assert rows[3].endswith(
+        "| yes: +0.20 (+0.10 to +0.30) "
+        "| no: the word before wins: -0.40 (-0.50 to -0.30) |"
+    )
     unclear = flies_test(1.1, rival_low=-0.1)
     rows = gallery.picture_table(unclear, unclear).data.splitlines()
-    assert rows[3].endswith("| too close to tell | too close to tell |")
+    assert rows[3].count("| too close to tell: +0.00 (-0.10 to +0.10)") == 2
     assert (
         len(gallery.picture_table(even, odd, rival=False).data.splitlines())
         == 3

@@ -155,10 +155,14 @@ def picture_table(flies, swapped, rival=True):
             for t in (flies, swapped)
         ]
     ]
-    if rival:
+    if rival:  # A's target minus the word before, in lift
         rows.append(
             ['A\'s target gets more than the word before "flies"']
-            + [wins[t.target_wins] for t in (flies, swapped)]
+            + [
+                f"{wins[t.target_wins]}: {t.rival_subject.mean:+.2f} "
+                f"({t.rival_subject.low:+.2f} to {t.rival_subject.high:+.2f})"
+                for t in (flies, swapped)
+            ]
         )
     return markdown_table(header, rows)
 

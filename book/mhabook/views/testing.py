@@ -191,6 +191,7 @@ def page_numbers(results):
         "upper_swap_layer": c2.upper_swapped.layer,
         "upper_swap_head": c2.upper_swapped.head,
         **_estimate("upper_swap_score", c2.upper_swapped.score),
+        **_estimate("upper_swap_subject", c2.upper_swapped.rival_subject),
         # pronouns
         "p_ties": len(p.tied),
         "p_choose": p.accuracy.max().item(),
