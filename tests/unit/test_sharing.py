@@ -348,6 +348,7 @@ def test_the_page_verdicts_read_each_outcome_and_compare_the_stack():
             growth_without=ratio(4.9, 4.0, 6.0),
             growth_with=ratio(1.8, 1.4, 2.6),
             cached_steady=False,
+            flop_growth=2.6,  # below growth_without's interval
         )
         conversion = SimpleNamespace(
             kv_counts=[2, 1],
@@ -364,6 +365,8 @@ def test_the_page_verdicts_read_each_outcome_and_compare_the_stack():
     ]:
         verdicts = {n: rest for n, *rest in views.page_verdicts(record(stack))}
         assert decide(*verdicts["stack_same"])[1] == outcome
+        vs_flops = decide(*verdicts["growth_vs_flops"])[1]
+        assert vs_flops == "faster than its arithmetic"
         for name, (rule, args, phrases) in verdicts.items():
             decide(rule, args, phrases)  # its outcome has a phrase
             assert all(len(p.split()) < 8 for p in phrases.values()), name

@@ -134,6 +134,16 @@ def page_verdicts(r):
             },
         ),
         (
+            "growth_vs_flops",  # the uncached time against its arithmetic
+            "compare",
+            t.growth_without.against(t.flop_growth),
+            {
+                "more": "faster than its arithmetic",
+                "less": "more slowly than its arithmetic",
+                "same": "about as fast as its arithmetic",
+            },
+        ),
+        (
             "cached_steady",
             "above",
             (int(t.cached_steady), 0),
