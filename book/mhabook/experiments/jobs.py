@@ -641,6 +641,8 @@ class RealHeads:
             "grammar_n": len(rows),
             "grammar_distance": self.grammar_offset[0],
             "grammar_by_place": self.grammar_offset[1],
+            # that distance as a head, scored as the table scores: its hits
+            "grammar_place_share": self.grammar_offset[1] / max(len(rows), 1),
             "grammar_between": self.grammar_between,
             "grammar_before": before,
             "grammar_after": self.grammar_after,
