@@ -408,6 +408,7 @@ def test_the_study_runs_on_a_random_bert_and_finds_no_job_there(tmp_path):
         "model_phrase",
         "jobs_done",
         "grammar_place",
+        "grammar_share_rival",
         "grammar_rival_side",
         "grammar_after_side",
         "first_look",

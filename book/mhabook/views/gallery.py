@@ -180,13 +180,13 @@ SIDES = {True: "in sentence B", False: "in sentence A"}
 BEFORE = {"none": "in neither half", "some": "in one of the two halves"}
 BEFORE["all"] = "in both halves"
 BEFORE["most"] = BEFORE["some"]  # 1 of 2
-# The same count, in section 4's words: each try chooses the head on one
-# half of the pairs and scores it on the other, new to it.
+# The same count, in section 4's words: one split of the pairs, used both
+# ways: each half chooses the head once and the other half scores it.
 HELD_OUT_HALVES = {
-    "none": "in neither of two tries",
-    "all": "in both of two tries",
+    "none": "in neither direction of one split",
+    "all": "in both directions of one split",
 }
-HELD_OUT_HALVES["some"] = "in one of two tries"
+HELD_OUT_HALVES["some"] = "in one direction of one split"
 HELD_OUT_HALVES["most"] = HELD_OUT_HALVES["some"]
 
 # Whether the grammar head finds the noun (its top token) for more
@@ -231,6 +231,15 @@ def page_verdicts(study, first, checkpoint):
             "above",
             (top["grammar_top"], top["grammar_by_place"]),
             PLACE,
+        ),
+        (
+            "grammar_share_rival",  # a fixed distance, scored as the table
+            "above",
+            (top["grammar_place_share"], grammar.low),
+            {
+                True: "a fixed distance ties it by share",
+                False: "no fixed distance ties it by share",
+            },
         ),
         (
             "grammar_rival_side",  # the words whose next noun it is too
