@@ -96,7 +96,7 @@ TARGETS = {
     "[SEP]": "[SEP]",
 }
 # The job measured on book/data/noun_phrases.tsv, where a determiner's noun
-# sits past one or more adjectives, so no fixed distance finds it.
+# sits past one or more adjectives, so no one fixed distance finds every noun.
 GRAMMAR = "determiner → its noun"
 # Targets that are not words: heads may park attention there when their
 # job does not apply (Clark et al. 2019, section 3.2), so a head that does
