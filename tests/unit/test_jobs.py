@@ -83,6 +83,30 @@ def test_the_bar_rises_with_the_higher_baseline():
     assert not dataclasses.replace(job, even=0.7).beats_baselines
 
 
+def test_a_fixed_distance_is_chosen_on_one_half_and_scored_on_the_other():
+    # "flies" (2) looks at "like" (3) in the first sentence, at "fruit" (5)
+    # from "flies" (6) in the second: distances +1 and -1, one each
+    def job(ex):
+        targets = torch.zeros(T, T, dtype=torch.bool)
+        targets[2, ex["to"]] = targets[6, 5] = True
+        return targets
+
+    back = {**bare(), "to": 1}  # -1 for both query words: all hit
+    ahead = {**bare(), "to": 3}  # +1 and -1: half hit by either
+    assert jobs.fixed_distance([back, ahead], job) == (-1, 0.5)
+    assert jobs.fixed_distance([back, back], job) == (-1, 1.0)
+    # chosen on the odd examples, scored on the even
+    assert jobs.fixed_distance([back, ahead], job, "odd") == (-1, 1.0)
+    # a tie between -1 and +1 on the choosing half goes to the nearer,
+    # then the smaller: -1
+    assert jobs.fixed_distance([ahead, back], job)[0] == -1
+    # a planted head is scored beside it, the same way
+    (found,) = jobs.gallery([example()] * 4, {"p": jobs.previous_word})
+    assert (found.distance, found.place) == (-1, 1.0)
+    (found,) = jobs.gallery([example()] * 4, {"[SEP]": jobs.JOBS["[SEP]"]})
+    assert found.place < 1  # no one distance reaches every [SEP]
+
+
 def test_a_job_with_no_targets_is_a_clear_error():
     def nothing(ex):
         return torch.zeros(T, T, dtype=torch.bool)
@@ -180,15 +204,20 @@ def test_the_figure_and_table_show_each_job():
     found[2].inputs = "pairs"
     rows = gallery.table(found).data.splitlines()
     assert len(rows) == 2 + len(found)
-    assert rows[2] == "| previous word | 1, 2 | 1.00 | 0.12 | 0.12 |"
+    assert rows[2] == "| previous word | 1, 2 | 1.00 | 0.12 | 0.12 | 1.00 |"
     assert rows[0].endswith(
         "| best head (layer, head) | held-out score | even spread | "
-        "median head |"
+        "median head | fixed distance |"
     )
     assert rows[4].startswith("| same word, other sentence (on pairs) |")
     detail = gallery.table(found, detail=True).data.splitlines()
     assert detail[0].endswith("| bar | does the job? |")
-    assert detail[2] == "| previous word | 1.000 | 1.000–1.000 | 0.56 | yes |"
+    assert detail[2] == (
+        "| previous word | 1.000 | 1.000–1.000 | 0.56 "
+        "| yes; so does a fixed distance |"
+    )
+    alone = dataclasses.replace(found[0], place=0.5)  # place alone falls short
+    assert gallery.table([alone], detail=True).data.endswith("| yes |")
     assert detail[3].endswith("| 0.56 | no |")
 
     def does(job):  # the last column of its row in the detail table
@@ -199,7 +228,7 @@ def test_the_figure_and_table_show_each_job():
     assert lean.does_job and lean.common and not found[0].common
     assert does(lean).endswith("| yes; many heads look there too |")
     compact = gallery.table([lean]).data.splitlines()[2]  # the page's table
-    assert compact.endswith("| 0.90 | 0.12 | 0.60 |")
+    assert compact.endswith("| 0.90 | 0.12 | 0.60 | 1.00 |")
     # above both baselines, but short of the bar: the job done in part
     part = dataclasses.replace(found[0], held_out=0.3, low=0.25, median=0.03)
     assert part.beats_baselines and not part.does_job
@@ -420,6 +449,8 @@ def test_the_study_runs_on_a_random_bert_and_finds_no_job_there(tmp_path):
         decide(rule, args, phrases)
         if rule == "above":
             assert set(phrases) == {True, False}, name
+        elif rule == "compare":
+            assert set(phrases) == {"less", "same", "more"}, name
         else:
             assert set(phrases) == {"none", "some", "most", "all"}, name
     assert study.jobs_done == 0  # so the page says "none has"

@@ -169,6 +169,10 @@ class Job:
     median: float  # the median head's score on the odd examples
     n_examples: int  # odd examples in which some query word has a target
     inputs: str = "sentences"  # what it was measured on, or "pairs"
+    # the best fixed distance (`fixed_distance`), chosen and scored as the
+    # head is: what place alone scores at the job
+    place: float = math.nan
+    distance: int = 0
 
     @property
     def base(self):
@@ -209,6 +213,33 @@ def nanmean0(values):
 # Fewer held-out inputs than this make a bootstrap interval little more
 # than the range of the scores: `best_at` then prints a note.
 FEW_HELD_OUT = 8
+
+
+def fixed_distance(examples, job, choose_on="even"):
+    """(distance, score): the rule of place alone at `job`. Every query
+    word puts all its weight on the token `distance` places on (negative:
+    back), the distance that scores best on the `choose_on` examples;
+    `score` is its score on the others, averaged as a head's is. A rule
+    that looks at one token scores the share of query words it hits."""
+    hits = []  # per example: {distance: share of its query words hit}
+    for ex in examples:
+        targets = job(ex)
+        n = int(targets.any(-1).sum())
+        found = Counter(int(j - i) for i, j in targets.nonzero())
+        hits.append({d: c / n for d, c in found.items()} if n else None)
+
+    def score(rows, d):
+        rows = [row for row in rows if row is not None]
+        return sum(row.get(d, 0.0) for row in rows) / max(len(rows), 1)
+
+    first = 0 if choose_on == "even" else 1
+    chosen = hits[first::2]
+    options = {d for row in chosen if row for d in row}
+    options = sorted(options, key=lambda d: (abs(d), d))  # nearest first
+    if not options:
+        return 0, math.nan
+    distance = max(options, key=lambda d: score(chosen, d))  # ties: nearest
+    return distance, score(hits[1 - first :: 2], distance)
 
 
 def best_at(examples, job, seed=0, choose_on="even", specials=False):
@@ -260,6 +291,7 @@ def best_at(examples, job, seed=0, choose_on="even", specials=False):
     rough = f"only {len(held)} held-out inputs: interval rough"
     note_unless(len(held) >= FEW_HELD_OUT, rough)
     low, high = rh.mean_interval(held, seed=seed)
+    distance, place = fixed_distance(examples, rule, choose_on)
     return Job(
         name=getattr(job, "__name__", "").replace("_", " "),  # gallery renames
         layer=layer,
@@ -270,6 +302,8 @@ def best_at(examples, job, seed=0, choose_on="even", specials=False):
         even=spread,
         median=odd.mean(0).median().item(),
         n_examples=len(held),
+        place=place,
+        distance=distance,
     )
 
 
@@ -588,6 +622,7 @@ class RealHeads:
                 f"job{k}_head": job.head,
                 f"job{k}_share": job.held_out,
                 f"job{k}_even": job.even,
+                f"job{k}_place": job.place,
             }
         return {
             "n_pairs": len(self.pairs),
@@ -641,8 +676,9 @@ class RealHeads:
             "grammar_n": len(rows),
             "grammar_distance": self.grammar_offset[0],
             "grammar_by_place": self.grammar_offset[1],
-            # that distance as a head, scored as the table scores: its hits
-            "grammar_place_share": self.grammar_offset[1] / max(len(rows), 1),
+            # the table's fixed distance, chosen and scored as the head is
+            "grammar_place_distance": job.distance,
+            "grammar_place_share": job.place,
             "grammar_between": self.grammar_between,
             "grammar_before": before,
             "grammar_after": self.grammar_after,

@@ -100,11 +100,13 @@ DOES = {"yes": "does", "partly": "partly does", "no": "does not do"}
 
 def table(jobs, detail=False):
     """The gallery as a Markdown table, one row per job: its best head and
-    that head's held-out score beside the two baselines. detail=True gives
+    that head's held-out score beside the two baselines and what a fixed
+    distance scores (`jobs.fixed_distance`). detail=True gives
     instead the score's 95% interval, the job's bar and whether the head
     does the job (`verdict`)."""
     header = ["job", "best head (layer, head)"]
     header += ["held-out score", "even spread", "median head"]
+    header += ["fixed distance"]
     if detail:
         header = ["job", "held-out score", "95% interval", "bar"]
         header += ["does the job?"]
@@ -117,6 +119,8 @@ def table(jobs, detail=False):
             does = verdict(job)
             if job.does_job and job.common:  # the median head looks there
                 does = "yes; many heads look there too"
+            elif job.does_job and job.place >= job.low:  # place alone can
+                does = "yes; so does a fixed distance"
             interval = f"{job.low:.3f}–{job.high:.3f}"
             score, bar = f"{job.held_out:.3f}", f"{job.bar:.2f}"
             rows.append([name, score, interval, bar, does])
@@ -128,6 +132,7 @@ def table(jobs, detail=False):
                     f"{job.held_out:.2f}",
                     f"{job.even:.2f}",
                     f"{job.median:.2f}",
+                    f"{job.place:.2f}",
                 ]
             )
     return markdown_table(header, rows)
@@ -233,12 +238,13 @@ def page_verdicts(study, first, checkpoint):
             PLACE,
         ),
         (
-            "grammar_share_rival",  # a fixed distance, scored as the table
-            "above",
-            (top["grammar_place_share"], grammar.low),
+            "grammar_share_rival",  # the table's fixed distance, by share
+            "compare",
+            (grammar.place, grammar.place, grammar.low, grammar.high),
             {
-                True: "a fixed distance ties it by share",
-                False: "no fixed distance ties it by share",
+                "less": "it falls short of the head",
+                "same": "it ties the head",
+                "more": "it beats the head",
             },
         ),
         (

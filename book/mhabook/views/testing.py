@@ -231,6 +231,55 @@ PATTERN = {
 }
 
 
+def answers(c1, pattern, up_before, p):
+    """The answer box's verdicts, one short answer per claim: claim 1 by
+    its count of heads; layer 0 by the halves whose pattern holds;
+    above layer 0 by the halves where the word before "flies" beats
+    "arrow"; pronouns by whether a chosen head beats chance (a test the
+    page requires to have under 80% power, so a miss cannot say no)."""
+    return [
+        (
+            "c1_answer",
+            "how_many",
+            (c1.replicated, c1.n_heads),
+            {
+                "none": "No",
+                "some": "Yes, in some heads",
+                "most": "Yes, in most heads",
+                "all": "Yes, in every head",
+            },
+        ),
+        (
+            "l0_answer",
+            "how_many",
+            (pattern, 2),
+            {
+                "none": "No",
+                "some": "In one half of the pairs",
+                "most": "In one half of the pairs",
+                "all": "Loosely",
+            },
+        ),
+        (
+            "upper_answer",
+            "how_many",
+            (up_before, 2),
+            {
+                "none": "Not ruled out",
+                "some": "No, in one half of the pairs",
+                "most": "No, in one half of the pairs",
+                "all": "No",
+            },
+        ),
+        (
+            "coref_answer",
+            "above",
+            (p.margin, 0.0),
+            {True: "Yes", False: "Cannot tell"},
+        ),
+    ]
+
+
 def page_verdicts(results):
     """[(name, rule, args, phrases), ...]: every verdict the page
     testing_heads glues (`mhabook.views.glued.verdict`)."""
@@ -241,6 +290,7 @@ def page_verdicts(results):
     up_pattern, up_before = head8_counts((c2.upper, c2.upper_swapped))
     passes = {True: "passes", False: "fails"}
     return [
+        *answers(c1, pattern, up_before, p),  # the box's short answers
         (
             "claim_1",
             "how_many",
