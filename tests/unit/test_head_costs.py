@@ -68,12 +68,19 @@ def test_accounting_table_rows_in_signed_ms():
     assert "-3.000 to -1.000" in table
 
 
-def test_numbers_keep_two_decimals_under_10_and_none_above():
+def test_numbers_keep_three_significant_digits_and_whole_from_100():
     texts = [head_costs.number(x) for x in (0.5912, 1.0034, 8.624, 10.94)]
-    assert texts == ["0.59", "1.00", "8.62", "11"]
+    assert texts == ["0.59", "1.00", "8.62", "10.9"]
     assert head_costs.number(1234.5) == "1,234"
+    # an estimate and its interval read alike, to the median's decimals
     assert head_costs.ratio_text(PairedRatio(10.94, 8.621, 13.16)) == (
-        "11 (8.62 to 13)"
+        "10.9 (8.6 to 13.2)"
+    )
+    assert head_costs.ratio_text(PairedRatio(125.3, 98.2, 132.4)) == (
+        "125 (98 to 132)"
+    )
+    assert head_costs.ratio_text(PairedRatio(4.02, 3.83, 9.75)) == (
+        "4.02 (3.83 to 9.75)"
     )
 
 

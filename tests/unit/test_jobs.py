@@ -204,42 +204,53 @@ def test_the_figure_and_table_show_each_job():
     found[2].inputs = "pairs"
     rows = gallery.table(found).data.splitlines()
     assert len(rows) == 2 + len(found)
-    assert rows[2] == "| previous word | 1, 2 | 1.00 | 0.12 | 0.12 | 1.00 |"
+    assert rows[2] == (
+        "| previous word | 1, 2 | 1.00 | 0.12 | 0.12 | 1.00 | 1.00 |"
+    )
     assert rows[0].endswith(
         "| best head (layer, head) | held-out score | even spread | "
-        "median head | fixed distance |"
+        "median head | fixed distance | hit rate |"
     )
     assert rows[4].startswith("| same word, other sentence (on pairs) |")
     detail = gallery.table(found, detail=True).data.splitlines()
-    assert detail[0].endswith("| bar | does the job? |")
-    assert detail[2] == (
-        "| previous word | 1.000 | 1.000–1.000 | 0.56 "
-        "| yes; so does a fixed distance |"
+    assert detail[0].endswith(
+        "| bar | does the job? | hit rate (95% interval) | fixed distance "
+        "| hit rate beats it? |"
     )
-    alone = dataclasses.replace(found[0], place=0.5)  # place alone falls short
-    assert gallery.table([alone], detail=True).data.endswith("| yes |")
-    assert detail[3].endswith("| 0.56 | no |")
+    # the planted head hits every target, as the previous token does
+    assert detail[2] == (
+        "| previous word | 1.000 (1.000–1.000) | 0.56 | yes "
+        "| 1.00 (1.00–1.00) | 1.00 | too close to tell |"
+    )
+    assert "| 0.56 | no |" in detail[3]
+    beyond = dataclasses.replace(found[0], hits_low=0.9, place=0.5)
+    assert beyond.beats_place and not found[0].beats_place
+    assert gallery.table([beyond], detail=True).data.endswith("| yes |")
+    below = dataclasses.replace(
+        found[0], hits_low=0.3, hits_high=0.4, place=0.5
+    )
+    assert gallery.table([below], detail=True).data.endswith("| no |")
 
-    def does(job):  # the last column of its row in the detail table
+    def does(job):  # the "does the job?" column of its row in the detail
         return gallery.table([job], detail=True).data.splitlines()[2]
 
     # many heads lean the same way: the best one does it, but commonly
     lean = dataclasses.replace(found[0], held_out=0.9, low=0.85, median=0.6)
     assert lean.does_job and lean.common and not found[0].common
-    assert does(lean).endswith("| yes; many heads look there too |")
+    assert "| yes; many heads look there too |" in does(lean)
     compact = gallery.table([lean]).data.splitlines()[2]  # the page's table
-    assert compact.endswith("| 0.90 | 0.12 | 0.60 | 1.00 |")
+    assert compact.endswith("| 0.90 | 0.12 | 0.60 | 1.00 | 1.00 |")
     # above both baselines, but short of the bar: the job done in part
     part = dataclasses.replace(found[0], held_out=0.3, low=0.25, median=0.03)
     assert part.beats_baselines and not part.does_job
-    assert does(part).endswith("| partly |")
+    assert "| partly |" in does(part)
     # a score over the bar whose interval reaches below it: still in part
     near = dataclasses.replace(part, held_out=part.bar + 0.01)
     assert near.beats_baselines and not near.does_job
-    assert does(near).endswith("| partly |")
+    assert "| partly |" in does(near)
     # under a baseline: not done
     none = dataclasses.replace(part, low=0.02)
-    assert does(none).endswith("| no |")
+    assert "| 0.56 | no |" in does(none)
     with pytest.raises(ValueError, match="one \\(T, T\\) map per job"):
         gallery.figure(example()["attention"], TOKENS, found, targets[:2])
 
@@ -436,8 +447,8 @@ def test_the_study_runs_on_a_random_bert_and_finds_no_job_there(tmp_path):
     assert names == [
         "model_phrase",
         "jobs_done",
+        "jobs_beyond",
         "grammar_place",
-        "grammar_share_rival",
         "grammar_rival_side",
         "grammar_after_side",
         "first_look",
@@ -455,6 +466,7 @@ def test_the_study_runs_on_a_random_bert_and_finds_no_job_there(tmp_path):
             assert set(phrases) == {"none", "some", "most", "all"}, name
     assert study.jobs_done == 0  # so the page says "none has"
     assert decide(*verdicts[1][1:])[1] == "none has"
+    assert decide(*verdicts[2][1:])[1] == "none of them beats"
 
 
 def test_on_pair_reads_the_jobs_own_row_and_refuses_a_head_of_no_job():

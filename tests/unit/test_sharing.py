@@ -197,8 +197,8 @@ def test_sharing_results_makes_every_part_on_a_tiny_bert(monkeypatch):
     numbers = views.page_numbers(results, "tiny")
     assert numbers["model_name"] == "tiny"
     assert (numbers["s_min"], numbers["s_half"], numbers["s_max"]) == (2, 2, 4)
-    assert numbers["speedup_text"] == "16 (16 to 16)"  # 16 µs / 1 µs
-    assert numbers["speedup_first"] == "4.00"  # at S = 2: 4 µs / 1 µs
+    assert numbers["speedup_text"] == "16.0 (16.0 to 16.0)"  # 16 µs / 1 µs
+    assert numbers["speedup_first"] == "4.00 (4.00 to 4.00)"  # at S = 2
     assert numbers["growth_without_text"] == "4.00 (4.00 to 4.00)"  # 16 / 4
     assert numbers["growth_of_medians"] == "4.00"  # median by median
     assert numbers["growth_with_text"] == "1.00 (1.00 to 1.00)"
@@ -262,12 +262,12 @@ def test_the_text_helpers_round_as_they_say():
 def test_the_speed_phrases_read_each_outcome():
     ratio = costs.PairedRatio(70.4, 66.2, 88.3)
     assert views.faster_phrases(ratio)["more"] == (
-        "70 (66 to 88) times faster"
+        "70.4 (66.2 to 88.3) times faster"
     )
     slower = views.faster_phrases(costs.PairedRatio(0.25, 0.2, 0.5))
     assert slower["less"] == "4.00 (2.00 to 5.00) times slower"  # 1 / x
     wide = views.faster_phrases(costs.PairedRatio(68.04, 43.31, 108.6))
-    assert wide["more"] == "68 (43 to 109) times faster"
+    assert wide["more"] == "68.0 (43.3 to 108.6) times faster"
     assert slower["same"] == "not measurably faster"
 
 

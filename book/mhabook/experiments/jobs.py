@@ -170,9 +170,14 @@ class Job:
     n_examples: int  # odd examples in which some query word has a target
     inputs: str = "sentences"  # what it was measured on, or "pairs"
     # the best fixed distance (`fixed_distance`), chosen and scored as the
-    # head is: what place alone scores at the job
+    # head is: what place alone scores at the job, and so how often it hits
     place: float = math.nan
     distance: int = 0
+    # how often the head's most-weighted token is a target (`top_hits`),
+    # held out, with a 95% interval: to set beside `place`
+    hits: float = math.nan
+    hits_low: float = math.nan
+    hits_high: float = math.nan
 
     @property
     def base(self):
@@ -198,10 +203,30 @@ class Job:
         return self.low > self.bar
 
     @property
+    def beats_place(self):
+        """By the token it weights most, it hits a target more often than
+        the best fixed distance: its whole interval lies above `place`."""
+        return self.hits_low > self.place
+
+    @property
     def beats_baselines(self):
         """Held out, its whole interval lies above every baseline (a job
         it does in part, when it misses `bar`)."""
         return self.low > self.base
+
+
+def top_hits(examples, job):
+    """(N, L, h): for each head, the share of query words whose
+    most-weighted token is one of their targets, per example (NaN for an
+    example in which no query word has a target)."""
+    hits = []
+    for ex in examples:
+        targets = job(ex)  # (T, T)
+        counted = targets.any(-1)
+        top = ex["attention"].argmax(-1)  # (L, h, T): each row's top key
+        hit = targets[torch.arange(len(targets)), top]  # (L, h, T)
+        hits.append(hit[..., counted].float().mean(-1))
+    return torch.stack(hits)
 
 
 def nanmean0(values):
@@ -240,6 +265,12 @@ def fixed_distance(examples, job, choose_on="even"):
         return 0, math.nan
     distance = max(options, key=lambda d: score(chosen, d))  # ties: nearest
     return distance, score(hits[1 - first :: 2], distance)
+
+
+def distance_words(distance):
+    """A fixed distance in words: '1 token back', '3 tokens on'."""
+    n = abs(distance)
+    return f"{n} token{'s' * (n != 1)} {'back' if distance < 0 else 'on'}"
 
 
 def best_at(examples, job, seed=0, choose_on="even", specials=False):
@@ -292,6 +323,8 @@ def best_at(examples, job, seed=0, choose_on="even", specials=False):
     note_unless(len(held) >= FEW_HELD_OUT, rough)
     low, high = rh.mean_interval(held, seed=seed)
     distance, place = fixed_distance(examples, rule, choose_on)
+    top = top_hits(examples, rule)[1 - first :: 2][keep][:, layer, head]
+    hits_low, hits_high = rh.mean_interval(top, seed=seed)
     return Job(
         name=getattr(job, "__name__", "").replace("_", " "),  # gallery renames
         layer=layer,
@@ -304,6 +337,9 @@ def best_at(examples, job, seed=0, choose_on="even", specials=False):
         n_examples=len(held),
         place=place,
         distance=distance,
+        hits=top.mean().item(),
+        hits_low=hits_low,
+        hits_high=hits_high,
     )
 
 
@@ -524,6 +560,12 @@ class RealHeads:
         return sum(job.does_job for job in self.word_jobs)
 
     @property
+    def jobs_beyond(self):
+        """How many of the jobs counted by `jobs_done` have a head that
+        also beats the best fixed distance (`Job.beats_place`)."""
+        return sum(j.does_job and j.beats_place for j in self.word_jobs)
+
+    @property
     def grammar_rows(self):
         """[(words between, share, top), ...], one per held-out noun phrase:
         how many words stand between its determiner and its noun, the share
@@ -629,6 +671,8 @@ class RealHeads:
             "n_sentences": len(self.sentences),
             "n_word_jobs": len(self.word_jobs),
             "jobs_done_n": self.jobs_done,
+            # of those, the jobs whose head also beats a fixed distance
+            "jobs_beyond_n": self.jobs_beyond,
             "clear_share": CLEAR,
             **each_job,
             "first_layer": first.layer,
@@ -637,6 +681,8 @@ class RealHeads:
             "first_target": TARGETS.get(first.name, "its targets"),
             "first_share": first.held_out,
             "first_even": first.even,
+            "first_place": first.place,
+            "first_rule": distance_words(first.distance),
             "n_flies": self.n_flies,
             "flies_head": flies.head,
             # the least-lifted target: 1 is an even share

@@ -7,6 +7,7 @@ import numpy as np
 
 from ..experiments.jobs import determiner_noun
 from ..experiments.realheads import checks_won
+from ..experiments.verdicts import compare
 from .sharing import markdown_table
 
 
@@ -100,30 +101,35 @@ DOES = {"yes": "does", "partly": "partly does", "no": "does not do"}
 
 def table(jobs, detail=False):
     """The gallery as a Markdown table, one row per job: its best head and
-    that head's held-out score beside the two baselines and what a fixed
-    distance scores (`jobs.fixed_distance`). detail=True gives
-    instead the score's 95% interval, the job's bar and whether the head
-    does the job (`verdict`)."""
-    header = ["job", "best head (layer, head)"]
-    header += ["held-out score", "even spread", "median head"]
-    header += ["fixed distance"]
+    that head's held-out score beside the two baselines, what the best
+    fixed distance scores (`jobs.fixed_distance`), and the head's hit rate
+    (`Job.hits`). detail=True gives instead the score's 95% interval, the
+    job's bar, whether the head does the job (`verdict`), and whether its
+    hit rate beats the fixed distance's (`PLACE_BEATEN`)."""
+    header = ["job", "best head (layer, head)", "held-out score"]
+    header += ["even spread", "median head", "fixed distance", "hit rate"]
     if detail:
-        header = ["job", "held-out score", "95% interval", "bar"]
-        header += ["does the job?"]
+        header = ["job", "held-out score (95% interval)", "bar"]
+        header += ["does the job?", "hit rate (95% interval)"]
+        header += ["fixed distance", "hit rate beats it?"]
     rows = []
     for job in jobs:
         name = html.escape(job.name)
         if job.inputs != "sentences":
             name += f" (on {html.escape(job.inputs)})"
+        place = f"{job.place:.2f}"
         if detail:
             does = verdict(job)
             if job.does_job and job.common:  # the median head looks there
-                does = "yes; many heads look there too"
-            elif job.does_job and job.place >= job.low:  # place alone can
-                does = "yes; so does a fixed distance"
-            interval = f"{job.low:.3f}–{job.high:.3f}"
-            score, bar = f"{job.held_out:.3f}", f"{job.bar:.2f}"
-            rows.append([name, score, interval, bar, does])
+                does += "; many heads look there too"
+            score = f"{job.held_out:.3f} ({job.low:.3f}–{job.high:.3f})"
+            hits = f"{job.hits:.2f} ({job.hits_low:.2f}–{job.hits_high:.2f})"
+            beats = "–"  # a Job made without hit rates
+            if not np.isnan([job.hits_low, job.place]).any():
+                low, high = job.hits_low, job.hits_high
+                beats = PLACE_BEATEN[compare(low, high, job.place, job.place)]
+            row = [name, score, f"{job.bar:.2f}", does, hits, place]
+            rows.append(row + [beats])
         else:
             rows.append(
                 [
@@ -132,10 +138,16 @@ def table(jobs, detail=False):
                     f"{job.held_out:.2f}",
                     f"{job.even:.2f}",
                     f"{job.median:.2f}",
-                    f"{job.place:.2f}",
+                    place,
+                    f"{job.hits:.2f}",
                 ]
             )
     return markdown_table(header, rows)
+
+
+# Whether a head's hit rate beats the best fixed distance's: its interval
+# against that one number (`verdicts.compare`).
+PLACE_BEATEN = {"more": "yes", "same": "too close to tell", "less": "no"}
 
 
 def picture_table(flies, swapped, rival=True):
@@ -224,6 +236,9 @@ def page_verdicts(study, first, checkpoint):
     count = f"{done} {'has' if done == 1 else 'have'}"
     have = {"none": "none has", "some": count, "most": count}
     have["all"] = "each has"
+    k = study.jobs_beyond  # of those `done`, the heads that beat place
+    beyond = {"none": "none of them beats", "all": "each of them beats"}
+    beyond["some"] = beyond["most"] = f"{k} of them {'beat' + 's' * (k == 1)}"
     look = {True: "mostly there", False: "mostly elsewhere"}
     grammar, top = study.grammar, study.grammar_numbers()
     # above layer 0: the halves where "flies" in A favours its subject
@@ -231,21 +246,12 @@ def page_verdicts(study, first, checkpoint):
     return [
         ("model_phrase", "above", (int(checkpoint.is_bundled), 0), MODEL),
         ("jobs_done", "how_many", (done, len(study.word_jobs)), have),
+        ("jobs_beyond", "how_many", (study.jobs_beyond, done), beyond),
         (
             "grammar_place",  # determiners whose noun is its top token
             "above",
             (top["grammar_top"], top["grammar_by_place"]),
             PLACE,
-        ),
-        (
-            "grammar_share_rival",  # the table's fixed distance, by share
-            "compare",
-            (grammar.place, grammar.place, grammar.low, grammar.high),
-            {
-                "less": "it falls short of the head",
-                "same": "it ties the head",
-                "more": "it beats the head",
-            },
         ),
         (
             "grammar_rival_side",  # the words whose next noun it is too

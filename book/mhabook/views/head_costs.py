@@ -98,34 +98,42 @@ def accounting_table(accounting):
     )
 
 
-def number(x):
-    """A ratio to two decimals under 10, whole above: '0.59', '1.00',
-    '8.62', '11', '130'. Fifteen repeats do not support a third digit of
-    a large ratio."""
-    return f"{x:.2f}" if abs(x) < 10 else f"{x:,.0f}"
+def digits(x):
+    """Decimals for a ratio of about `x`: three significant digits, whole
+    from 100 up. Fifteen repeats do not support more."""
+    return 2 if abs(x) < 10 else 1 if abs(x) < 100 else 0
+
+
+def number(x, decimals=None):
+    """A ratio to `decimals` (default `digits(x)`): '0.59', '1.00', '8.62',
+    '10.9', '130'."""
+    return f"{x:,.{digits(x) if decimals is None else decimals}f}"
+
+
+def _three(ratio):
+    """A PairedRatio's median, low and high as text, all to the median's
+    decimals, so the three read alike: '10.9', '8.6', '13.2'."""
+    d = digits(ratio.median)
+    return [number(x, d) for x in (ratio.median, ratio.low, ratio.high)]
 
 
 def shown(ratio):
-    """The PairedRatio as `number` prints it, so that a verdict decided on
-    it agrees with the printed numbers: an interval printed '0.90 to 1.00'
-    holds 1, and says the two cannot be told apart."""
-    return PairedRatio(
-        *(
-            float(number(x).replace(",", ""))
-            for x in (ratio.median, ratio.low, ratio.high)
-        ),
-        ratio.of_medians,
-    )
+    """The PairedRatio as `ratio_text` prints it, so that a verdict decided
+    on it agrees with the printed numbers: an interval printed '0.90 to
+    1.00' holds 1, and says the two cannot be told apart."""
+    values = (float(x.replace(",", "")) for x in _three(ratio))
+    return PairedRatio(*values, ratio.of_medians)
 
 
 def interval_text(ratio):
-    """'0.82 to 0.99': a PairedRatio's 95% interval (see `number`)."""
-    return f"{number(ratio.low)} to {number(ratio.high)}"
+    """'0.82 to 0.99': a PairedRatio's 95% interval (see `_three`)."""
+    _, low, high = _three(ratio)
+    return f"{low} to {high}"
 
 
 def ratio_text(ratio):
     """'0.86 (0.82 to 0.99)': a PairedRatio's median and interval."""
-    return f"{number(ratio.median)} ({interval_text(ratio)})"
+    return "{} ({} to {})".format(*_three(ratio))
 
 
 def comparisons_table(record):

@@ -6,6 +6,7 @@ import numpy as np
 from IPython.display import Markdown
 from matplotlib import pyplot as plt
 
+from ..experiments.costs import PairedRatio
 from .head_costs import number, ratio_text
 
 
@@ -89,9 +90,8 @@ def faster_phrases(ratio):
     """{outcome of the rule `compare`: phrase} for a PairedRatio of times,
     without the cache over with it: '70 (66 to 88) times faster'."""
     x, low, high = ratio.median, ratio.low, ratio.high
-    # two decimals under 10, whole numbers above: '68 (43 to 109)'
-    up = f"{number(x)} ({number(low)} to {number(high)})"
-    down = f"{number(1 / x)} ({number(1 / high)} to {number(1 / low)})"
+    up = ratio_text(ratio)  # '68 (43 to 109)'
+    down = ratio_text(PairedRatio(1 / x, 1 / high, 1 / low))
     return {
         "more": f"{up} times faster",
         "same": "not measurably faster",
@@ -303,7 +303,7 @@ def page_numbers(r, model_name):
         "t_heads": t.num_heads,
         "t_kv_heads": t.num_kv_heads,
         "speedup_text": ratio_text(t.speedup),
-        "speedup_first": number(t.speedups[0].median),
+        "speedup_first": ratio_text(t.speedups[0]),
         "speedup_of_medians": number(t.speedup.of_medians),
         "growth_without_text": ratio_text(t.growth_without),
         "growth_of_medians": number(t.growth_without.of_medians),
