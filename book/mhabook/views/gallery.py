@@ -205,11 +205,18 @@ HELD_OUT_HALVES = {
 }
 HELD_OUT_HALVES["some"] = "in one direction of one split"
 HELD_OUT_HALVES["most"] = HELD_OUT_HALVES["some"]
+# The same count in the page's opening box, before "split" is defined.
+PLAIN_HALVES = {
+    "none": "on neither half of held-back pairs",
+    "some": "on one half of held-back pairs",
+    "all": "on pairs it was not chosen on",
+}
+PLAIN_HALVES["most"] = PLAIN_HALVES["some"]
 
 # Whether the grammar head finds the noun (its top token) for more
 # determiners than the best fixed distance does.
-PLACE = {True: "No fixed distance does as well"}
-PLACE[False] = "A fixed distance does as well"
+PLACE = {True: "No fixed distance hits as often"}
+PLACE[False] = "A fixed distance hits as often"
 
 
 # Whether other words whose next noun is the same (the words between, the
@@ -237,8 +244,9 @@ def page_verdicts(study, first, checkpoint):
     have = {"none": "none has", "some": count, "most": count}
     have["all"] = "each has"
     k = study.jobs_beyond  # of those `done`, the heads that beat place
-    beyond = {"none": "none of them beats", "all": "each of them beats"}
-    beyond["some"] = beyond["most"] = f"{k} of them {'beat' + 's' * (k == 1)}"
+    beyond = {"none": "none of those beats", "all": "each of those beats"}
+    beyond["some"] = f"{k} of those {done} {'beat' + 's' * (k == 1)}"
+    beyond["most"] = beyond["some"]
     look = {True: "mostly there", False: "mostly elsewhere"}
     grammar, top = study.grammar, study.grammar_numbers()
     # above layer 0: the halves where "flies" in A favours its subject
@@ -285,4 +293,5 @@ def page_verdicts(study, first, checkpoint):
             },
         ),
         ("upper_subject", "how_many", (upper_subject, 2), HELD_OUT_HALVES),
+        ("upper_subject_box", "how_many", (upper_subject, 2), PLAIN_HALVES),
     ]
