@@ -170,8 +170,11 @@ def test_the_record_finds_which_runs_split_the_work():
 
 def test_heads_learn_scores_every_run_on_the_held_out_set():
     config = TinyConfig()
-    runs = heads_learn(config, seeds=[0, 1], steps=2, held_out_size=32)
+    runs = heads_learn(
+        config, seeds=[0, 1], steps=2, held_out_size=32, one_head=((1e-2, 2),)
+    )
     assert runs.seeds == (0, 1) and runs.steps == 2
+    assert runs.one_head_setting == (1e-2, 2) and runs.n_settings == 1
     assert runs.accuracy.shape == (2, 2) and runs.after.shape == (2, 2, 2)
     ids, _, partner, _ = runs.held_out
     assert ids.shape == (32, config.num_tokens)
@@ -277,3 +280,20 @@ def test_one_digit_is_refused_since_the_matching_answer_needs_no_lookup():
 def test_a_repeated_seed_is_refused_since_its_run_would_count_twice():
     with pytest.raises(ValueError, match=r"seeds \[0, 0, 1\] repeat a seed"):
         heads_learn(TinyConfig(), seeds=[0, 0, 1], steps=1)
+
+
+def test_the_one_head_control_is_tuned_on_seeds_and_sequences_of_its_own():
+    from mhabook.experiments.training import tune_one_head
+
+    config = TinyConfig()
+    validation = make_batch(config, 64, torch.Generator().manual_seed(99))
+    settings = ((1e-2, 1), (1e-2, 150))  # one step learns next to nothing
+    assert tune_one_head(config, [20, 21], validation, settings) == settings[1]
+    assert (
+        tune_one_head(config, [20, 21], validation, settings[:1])
+        == (settings[0])
+    )
+    runs = heads_learn(
+        config, seeds=[0], steps=1, held_out_size=8, one_head=()
+    )
+    assert runs.n_settings == 0 and runs.one_head_accuracy.isnan().all()

@@ -241,8 +241,13 @@ class HeadsLearn:
     # the matching accuracy of a reader of the previous token alone, over
     # every position, as `accuracy` is (`previous_only_accuracy`)
     previous_floor: float
-    # (runs, 2): the same runs with one head of the same width
+    # (runs, 2): the same runs with one head of the same width, trained
+    # with `one_head_setting` (NaN when heads_learn ran no one-head runs)
     one_head_accuracy: torch.Tensor
+    # (learning rate, steps) of those runs, the best of `n_settings` tried
+    # (`tune_one_head`); () when none were tried
+    one_head_setting: tuple = ()
+    n_settings: int = 0
 
     @property
     def job(self):
@@ -311,6 +316,10 @@ class HeadsLearn:
             "two_match": two[1].item(),
             "one_prev": one[0].item(),
             "one_match": one[1].item(),
+            "one_lr": self.one_head_setting[0] if self.n_settings else 0,
+            "one_steps": self.one_head_setting[1] if self.n_settings else 0,
+            "n_settings": self.n_settings,
+            "tune_seeds": TUNE_SEEDS,
             "previous_floor": self.previous_floor,
             "n_sequences": len(self.held_out[0]),
             "tiny_tokens": config.num_tokens,
@@ -385,11 +394,42 @@ def previous_only_accuracy(partner, num_digits):
     return rate + (1 - rate) / num_digits
 
 
-def heads_learn(config, seeds=range(12), steps=400, held_out_size=1024):
+# The one-head control's (learning rate, steps) settings: the two-head
+# recipe first. `tune_one_head` tries each on TUNE_SEEDS seeds of their own.
+ONE_HEAD_SETTINGS = ((1e-2, 400), (3e-3, 400), (1e-2, 1200), (3e-3, 1200))
+TUNE_SEEDS = 3
+
+
+def tune_one_head(config, seeds, validation, settings=ONE_HEAD_SETTINGS):
+    """(learning rate, steps): of `settings`, the one whose one-head runs
+    from `seeds` answer the most of `validation`'s questions (a batch from
+    `make_batch`), the two jobs averaged."""
+    one = dataclasses.replace(config, num_attention_heads=1)
+
+    def score(setting):
+        lr, steps = setting
+        _, models, _ = train_runs(one, seeds, steps, lr=lr)
+        with torch.no_grad():
+            found = [loss_and_accuracy(m, validation)[1] for m in models]
+        return torch.tensor(found).mean().item()
+
+    return max(settings, key=score)
+
+
+def heads_learn(
+    config,
+    seeds=range(12),
+    steps=400,
+    held_out_size=1024,
+    one_head=ONE_HEAD_SETTINGS,
+):
     """Train the tiny model from each seed (`train_runs`) and score every
     run on `held_out_size` held-out sequences, drawn by a generator seed
     that no run trains from (one above the largest). The runs ask whether
-    two jobs split between heads: one head is refused."""
+    two jobs split between heads: one head is refused. The same seeds then
+    train one head of the same width, with the best of the `one_head`
+    settings (`tune_one_head`, on other seeds and other sequences);
+    one_head=() trains none."""
     seeds = list(seeds)
     if len(set(seeds)) != len(seeds):  # a repeated seed repeats its run
         raise ValueError(
@@ -412,18 +452,25 @@ def heads_learn(config, seeds=range(12), steps=400, held_out_size=1024):
             f"(the page uses 400); got seeds={seeds}, steps={steps!r}"
         )
     untrained, trained, _ = train_runs(config, seeds, steps)
-    one = dataclasses.replace(config, num_attention_heads=1)
-    _, one_head, _ = train_runs(one, seeds, steps)
     apart = max(seeds) + 1  # no run draws its batches from this seed
-    held_out = make_batch(
-        config, held_out_size, torch.Generator().manual_seed(apart)
+    held_out, validation = (
+        make_batch(config, held_out_size, torch.Generator().manual_seed(s))
+        for s in (apart, apart + 1)
     )
     ids, _, partner, _ = held_out
+    setting, ones = (), []
+    if one_head:  # tuned on seeds and sequences of its own
+        tune = range(apart + 2, apart + 2 + TUNE_SEEDS)
+        setting = tune_one_head(config, tune, validation, one_head)
+        one = dataclasses.replace(config, num_attention_heads=1)
+        _, ones, _ = train_runs(one, seeds, setting[1], lr=setting[0])
     with torch.no_grad():
         accuracy = [loss_and_accuracy(m, held_out)[1] for m in trained]
-        one_head = [loss_and_accuracy(m, held_out)[1] for m in one_head]
+        one_head_accuracy = [loss_and_accuracy(m, held_out)[1] for m in ones]
         before = [job_scores(m(ids)[2], partner) for m in untrained]
         after = [job_scores(m(ids)[2], partner) for m in trained]
+    if not ones:
+        one_head_accuracy = torch.full((len(seeds), 2), float("nan"))
     i = torch.arange(1, config.num_tokens)
     return HeadsLearn(
         seeds=tuple(seeds),
@@ -436,5 +483,7 @@ def heads_learn(config, seeds=range(12), steps=400, held_out_size=1024):
         after=torch.stack(after),
         chance=(partner[:, i] == i - 1).float().mean().item(),
         previous_floor=previous_only_accuracy(partner, config.num_digits),
-        one_head_accuracy=torch.tensor(one_head),
+        one_head_accuracy=torch.as_tensor(one_head_accuracy),
+        one_head_setting=setting,
+        n_settings=len(one_head),
     )
