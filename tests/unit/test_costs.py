@@ -220,6 +220,10 @@ def test_results_pair_the_right_columns(record):
             r = ratios[T]  # paired: the machine's speed cancels
             assert (r.median, r.low, r.high) == pytest.approx((expected,) * 3)
     assert record.softmax_heads.median == pytest.approx(8 / 7)
+    # batched / loop at h = 4 (5 / 4) over the same at h = 1 (2 / 1)
+    gain = record.heads_gain
+    assert (gain.median, gain.low, gain.high) == pytest.approx((5 / 8,) * 3)
+    assert gain.of_medians == pytest.approx(5 / 8)
     assert record.softmax == {1: pytest.approx(14e-3), 4: pytest.approx(16e-3)}
 
 

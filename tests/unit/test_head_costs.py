@@ -167,6 +167,7 @@ def test_page_verdicts_judge_ratios_as_printed_and_differences_by_sign():
         9: PairedRatio(0.95, 0.78, 0.9996),
     }
     record.batched_loop_few = {5: PairedRatio(0.7, 0.65, 0.75)}  # at h = 1
+    record.heads_gain = PairedRatio(0.8, 0.7, 0.9)  # the two, paired
     record.softmax_heads = PairedRatio(11.9, 10.8, 14.2)
     ms = Term(1e-3, 5e-4, 2e-3)
     below = Term(-1e-3, -2e-3, -5e-4)
@@ -179,7 +180,7 @@ def test_page_verdicts_judge_ratios_as_printed_and_differences_by_sign():
     }
     assert found == {
         "batched_short": "faster than",
-        "heads_effect": "lowers",  # 0.48 to 0.60 at most heads, 0.65 to 0.75
+        "heads_effect": "lowers",  # paired: 0.7 to 0.9, all below 1
         "few_batch": "with no heads to batch",  # the fewest heads: 1
         "batched_few": "faster than",  # 0.65 to 0.75 at h = 1
         "batched_long": "not clearly faster or slower than",  # 0.80 to 1.12

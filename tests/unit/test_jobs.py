@@ -450,6 +450,7 @@ def test_the_study_runs_on_a_random_bert_and_finds_no_job_there(tmp_path):
         "jobs_beyond",
         "grammar_place",
         "grammar_rival_side",
+        "grammar_ahead",
         "grammar_after_side",
         "first_look",
         "parks_on",

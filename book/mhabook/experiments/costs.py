@@ -153,20 +153,27 @@ def _table(times):
     return times
 
 
-def paired_ratio(times, a, b, seed=0):
+def paired_ratio(times, a, b, seed=0, over=None):
     """PairedRatio of columns a and b of a time_interleaved table.
 
     The ratio is taken within each repeat (paired), so that a slow moment
     of the machine, which slows both, cancels. low and high are the 2.5th
     and 97.5th percentiles of the median over 2,000 bootstrap resamples of
     the repeats (a fixed seed: the same times give the same interval).
+    over=(c, d) divides each repeat's a / b by its c / d: how far one
+    ratio moves from another, paired the same way.
     """
     times = _table(times)
-    ratios = times[:, a] / times[:, b]
+    mid = times.quantile(0.5, dim=0)  # each column's median
+    ratios, of_medians = times[:, a] / times[:, b], mid[a] / mid[b]
+    if over is not None:
+        c, d = over
+        ratios = ratios / (times[:, c] / times[:, d])
+        of_medians = of_medians / (mid[c] / mid[d])
     return PairedRatio(
         ratios.quantile(0.5).item(),
         *_ends(_medians(ratios, seed)),
-        (times[:, a].quantile(0.5) / times[:, b].quantile(0.5)).item(),
+        of_medians.item(),
     )
 
 
@@ -255,6 +262,9 @@ class HeadCosts:
     times: dict  # T -> (repeats, len(contenders)) seconds
     batched_loop: dict  # T -> PairedRatio, batched / loop
     batched_loop_few: dict  # the same at h = min(heads): nothing to batch
+    # at the short length, batched / loop at most heads over the same at
+    # fewest, within each repeat: what going to more heads does to it
+    heads_gain: PairedRatio
     fused_batched: dict  # T -> PairedRatio, fused / batched
     loop_heads: dict  # T -> PairedRatio, loop at most / fewest heads
     batched_heads: dict  # T -> PairedRatio, the same for batched
@@ -412,10 +422,10 @@ def head_costs_results(
             times[short], columns[short], inputs[short], loop, layer, seed
         )
 
-    def ratio(T, a, b):
-        return paired_ratio(
-            times[T], columns[T].index(a), columns[T].index(b), seed
-        )
+    def ratio(T, a, b, over=None):
+        at = columns[T].index
+        over = over and tuple(map(at, over))
+        return paired_ratio(times[T], at(a), at(b), seed, over)
 
     def per_length(a, b):
         return {T: ratio(T, a, b) for T in lengths}
@@ -438,6 +448,12 @@ def head_costs_results(
         times={T: t[:, : len(contenders)] for T, t in times.items()},
         batched_loop=per_length(("batched", most), ("loop", most)),
         batched_loop_few=per_length(("batched", few), ("loop", few)),
+        heads_gain=ratio(
+            short,
+            ("batched", most),
+            ("loop", most),
+            over=(("batched", few), ("loop", few)),
+        ),
         fused_batched=per_length(("fused", most), ("batched", most)),
         loop_heads=per_length(("loop", most), ("loop", few)),
         batched_heads=per_length(("batched", most), ("batched", few)),

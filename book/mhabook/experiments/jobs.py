@@ -728,6 +728,9 @@ class RealHeads:
             "grammar_between": self.grammar_between,
             "grammar_before": before,
             "grammar_after": self.grammar_after,
+            # the least that a word before the noun gives it, in even shares
+            "grammar_ahead_ratio": min(self.grammar_between, before)
+            / job.even,
             "n_phrases": len(self.phrases),
         }
 

@@ -224,6 +224,13 @@ PLACE[False] = "A fixed distance hits as often"
 # head's determiners do: above the low end of its held-out interval.
 RIVAL = {True: "Other words look at it as much"}
 RIVAL[False] = "The determiner looks at it most"
+# Whether the words before the noun (between, and just before the
+# determiner) still give it at least twice an even share: a head that does
+# the job in part by looking ahead to the next noun.
+AHEAD = {
+    True: "It partly looks ahead to the noun",
+    False: "Little of it looks ahead",
+}
 # Whether the token just past the noun gets at least half the noun's share
 # of the determiner's attention: a head that looked a few tokens ahead would.
 AFTER = {True: "The head may just look ahead"}
@@ -269,6 +276,12 @@ def page_verdicts(study, first, checkpoint):
                 grammar.low,
             ),
             RIVAL,
+        ),
+        (
+            "grammar_ahead",
+            "above",
+            (top["grammar_ahead_ratio"], 2),  # twice an even share
+            AHEAD,
         ),
         (
             "grammar_after_side",

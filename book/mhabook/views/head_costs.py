@@ -204,6 +204,7 @@ def page_numbers(r):
         "min_run_ms": r.min_run_time * 1e3,
         "ratio_short": ratio_text(r.batched_loop[short]),
         "ratio_short_few": ratio_text(r.batched_loop_few[short]),
+        "heads_gain": ratio_text(r.heads_gain),
         "ratio_short_of_medians": number(r.batched_loop[short].of_medians),
         "ratio_long_of_medians": number(r.batched_loop[long].of_medians),
         "ratio_long": ratio_text(r.batched_loop[long]),
@@ -247,7 +248,7 @@ REST = {  # what the accounting leaves, against 0, in the summary's words;
     "same": "their leftover cannot be told from zero",
     "less": "the parts overshoot the difference",
 }
-HEADS_EFFECT = {  # the batched/loop ratio at most heads, against at fewest
+EFFECT = {  # the batched/loop ratio at most heads over at fewest, paired
     "less": "lowers",
     "same": "does not clearly change",
     "more": "raises",
@@ -278,18 +279,12 @@ def page_verdicts(r):
         ("fused_short", r.fused_batched[short]),
         ("fused_long", r.fused_batched[long]),
     ]
-    most, few = shown(r.batched_loop[short]), shown(r.batched_loop_few[short])
     return [
         (name, "ratio_margin", shown(ratio).beyond(MATTERS), THAN)
         for name, ratio in ratios
     ] + [
         ("few_batch", "above", (int(r.head_counts[0] == 1), 0), FEW_BATCH),
-        (
-            "heads_effect",
-            "compare",
-            (most.low, most.high, few.low, few.high),
-            HEADS_EFFECT,
-        ),
+        ("heads_effect", "compare", shown(r.heads_gain).against(1), EFFECT),
         ("gap_short", "compare", a.gap.against(0), GAP),
         ("rest_sign", "compare", a.rest.against(0), SIGN),
         ("rest_summary", "compare", a.rest.against(0), REST),

@@ -265,10 +265,10 @@ def answers(c1, pattern, up_before, p):
             "how_many",
             (up_before, 2),
             {
-                "none": "Not ruled out",
-                "some": "No, in one half of the pairs",
-                "most": "No, in one half of the pairs",
-                "all": "No",
+                "none": "The word before does not win",
+                "some": "The word before wins in one half",
+                "most": "The word before wins in one half",
+                "all": "The word before wins, in both halves",
             },
         ),
         (
