@@ -244,9 +244,9 @@ def answers(c1, pattern, up_before, p):
             (c1.replicated, c1.n_heads),
             {
                 "none": "No",
-                "some": "Yes, in some heads",
-                "most": "Yes, in most heads",
-                "all": "Yes, in every head",
+                "some": "In some heads, not most",
+                "most": "In most heads",
+                "all": "In every head",
             },
         ),
         (
