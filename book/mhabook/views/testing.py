@@ -244,7 +244,7 @@ def answers(c1, pattern, up_before, p):
             (c1.replicated, c1.n_heads),
             {
                 "none": "No",
-                "some": "In some heads, not most",
+                "some": "In some heads",
                 "most": "In most heads",
                 "all": "In every head",
             },
