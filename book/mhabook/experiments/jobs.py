@@ -664,15 +664,12 @@ class RealHeads:
                 f"job{k}_head": job.head,
                 f"job{k}_share": job.held_out,
                 f"job{k}_even": job.even,
-                f"job{k}_place": job.place,
             }
         return {
             "n_pairs": len(self.pairs),
             "n_sentences": len(self.sentences),
             "n_word_jobs": len(self.word_jobs),
             "jobs_done_n": self.jobs_done,
-            # of those, the jobs whose head also beats a fixed distance
-            "jobs_beyond_n": self.jobs_beyond,
             "clear_share": CLEAR,
             **each_job,
             "first_layer": first.layer,

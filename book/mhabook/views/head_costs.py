@@ -110,7 +110,7 @@ def number(x, decimals=None):
     return f"{x:,.{digits(x) if decimals is None else decimals}f}"
 
 
-def _three(ratio):
+def _printed(ratio):
     """A PairedRatio's median, low and high as text, all to the median's
     decimals, so the three read alike: '10.9', '8.6', '13.2'."""
     d = digits(ratio.median)
@@ -121,19 +121,19 @@ def shown(ratio):
     """The PairedRatio as `ratio_text` prints it, so that a verdict decided
     on it agrees with the printed numbers: an interval printed '0.90 to
     1.00' holds 1, and says the two cannot be told apart."""
-    values = (float(x.replace(",", "")) for x in _three(ratio))
+    values = (float(x.replace(",", "")) for x in _printed(ratio))
     return PairedRatio(*values, ratio.of_medians)
 
 
 def interval_text(ratio):
-    """'0.82 to 0.99': a PairedRatio's 95% interval (see `_three`)."""
-    _, low, high = _three(ratio)
+    """'0.82 to 0.99': a PairedRatio's 95% interval (see `_printed`)."""
+    _, low, high = _printed(ratio)
     return f"{low} to {high}"
 
 
 def ratio_text(ratio):
     """'0.86 (0.82 to 0.99)': a PairedRatio's median and interval."""
-    return "{} ({} to {})".format(*_three(ratio))
+    return "{} ({} to {})".format(*_printed(ratio))
 
 
 def comparisons_table(record):
