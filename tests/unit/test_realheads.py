@@ -816,12 +816,14 @@ def outcomes(results):
 
 
 def test_the_page_finds_the_planted_claim_heads():
-    found = outcomes(planted_results())  # claim 2's head in layer 0
+    results = planted_results()
+    found = outcomes(results)  # claim 2's head in layer 0
     assert found["claim_1"] == ("all", "every head")  # keeps to its own
     # claim_head's "flies" in A: its target over its subject and B's "f"
     assert found["rival_first_b"][0] == "more"
     assert found["pattern_halves"] == ("all", "holds in both halves")
-    assert found["before_halves"] == ("none", "in neither half")
+    l0 = (results.claim2.layer0, results.claim2.layer0_swapped)
+    assert realheads.head8_counts(l0)[1] == 0  # the word before wins nowhere
     assert found["c2_forward"][0] is found["swap_holds"][0] is True
     assert found["same_head"] == (True, "the same head")  # one planted
     assert found["same_sense"] == (True, "still shows it")
@@ -874,7 +876,7 @@ def test_the_page_tables_section_4s_gallery_with_its_verdicts():
     lines = table.data.splitlines()  # an IPython Markdown object
     rows = {row.split("|")[1].strip(): row.split("|") for row in lines}
     assert rows["previous word"][4].strip() == "yes"  # does the job?
-    assert rows["next word"][4].strip() == "partly"
+    assert rows["next word"][4].strip() == "beats the baselines, not the bar"
     assert rows["next word"][-2].strip() == "–"  # made without hit rates
 
 

@@ -203,12 +203,6 @@ class Job:
         return self.low > self.bar
 
     @property
-    def beats_place(self):
-        """By the token it weights most, it hits a target more often than
-        the best fixed distance: its whole interval lies above `place`."""
-        return self.hits_low > self.place
-
-    @property
     def beats_baselines(self):
         """Held out, its whole interval lies above every baseline (a job
         it does in part, when it misses `bar`)."""
@@ -265,12 +259,6 @@ def fixed_distance(examples, job, choose_on="even"):
         return 0, math.nan
     distance = max(options, key=lambda d: score(chosen, d))  # ties: nearest
     return distance, score(hits[1 - first :: 2], distance)
-
-
-def distance_words(distance):
-    """A fixed distance in words: '1 token back', '3 tokens on'."""
-    n = abs(distance)
-    return f"{n} token{'s' * (n != 1)} {'back' if distance < 0 else 'on'}"
 
 
 def best_at(examples, job, seed=0, choose_on="even", specials=False):
@@ -560,12 +548,6 @@ class RealHeads:
         return sum(job.does_job for job in self.word_jobs)
 
     @property
-    def jobs_beyond(self):
-        """How many of the jobs counted by `jobs_done` have a head that
-        also beats the best fixed distance (`Job.beats_place`)."""
-        return sum(j.does_job and j.beats_place for j in self.word_jobs)
-
-    @property
     def grammar_rows(self):
         """[(words between, share, top), ...], one per held-out noun phrase:
         how many words stand between its determiner and its noun, the share
@@ -678,8 +660,6 @@ class RealHeads:
             "first_target": TARGETS.get(first.name, "its targets"),
             "first_share": first.held_out,
             "first_even": first.even,
-            "first_place": first.place,
-            "first_rule": distance_words(first.distance),
             "n_flies": self.n_flies,
             "flies_head": flies.head,
             # the least-lifted target: 1 is an even share

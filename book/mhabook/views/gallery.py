@@ -6,7 +6,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from ..experiments.jobs import determiner_noun
-from ..experiments.realheads import checks_won
+from ..experiments.realheads import head8_counts
 from ..experiments.verdicts import compare
 from .sharing import markdown_table
 
@@ -95,19 +95,30 @@ def verdict(job):
     return "partly" if job.beats_baselines else "no"
 
 
-# `verdict` as a verb phrase: "it ... the job".
-DOES = {"yes": "does", "partly": "partly does", "no": "does not do"}
+# `verdict` as the detail table and the exercise's solution print it: a
+# head above both baselines but not the bar does not clearly do its job.
+DOES = {"yes": "yes", "partly": "beats the baselines, not the bar"}
+DOES["no"] = "no"
+# Whether a head's hit rate beats the best fixed distance's score: its
+# interval against that one number (`verdicts.compare`), as a clause.
+VS_PLACE = {
+    "more": "the head beats place alone",
+    "same": "too close to tell from place alone",
+    "less": "place alone does better than this head",
+}
 
 
 def table(jobs, detail=False):
     """The gallery as a Markdown table, one row per job: its best head and
-    that head's held-out score beside the two baselines, what the best
-    fixed distance scores (`jobs.fixed_distance`), and the head's hit rate
-    (`Job.hits`). detail=True gives instead the score's 95% interval, the
-    job's bar, whether the head does the job (`verdict`), and whether its
-    hit rate beats the fixed distance's (`PLACE_BEATEN`)."""
+    that head's held-out score beside the two baselines, and whether even
+    the low end of its interval gets halfway from the better baseline to 1
+    (`Job.does_job`). detail=True gives instead the score's 95% interval,
+    the job's bar, whether the head does the job (`verdict`, in `DOES`'
+    words), the head's hit rate (`Job.hits`), what the best fixed distance
+    scores (`jobs.fixed_distance`), and whether the hit rate beats it
+    (`PLACE_BEATEN`)."""
     header = ["job", "best head (layer, head)", "held-out score"]
-    header += ["even spread", "median head", "fixed distance", "hit rate"]
+    header += ["even spread", "median head", "halfway to 1?"]
     if detail:
         header = ["job", "held-out score (95% interval)", "bar"]
         header += ["does the job?", "hit rate (95% interval)"]
@@ -119,7 +130,7 @@ def table(jobs, detail=False):
             name += f" (on {html.escape(job.inputs)})"
         place = f"{job.place:.2f}"
         if detail:
-            does = verdict(job)
+            does = DOES[verdict(job)]
             if job.does_job and job.common:  # the median head looks there
                 does += "; many heads look there too"
             score = f"{job.held_out:.3f} ({job.low:.3f}–{job.high:.3f})"
@@ -138,8 +149,7 @@ def table(jobs, detail=False):
                     f"{job.held_out:.2f}",
                     f"{job.even:.2f}",
                     f"{job.median:.2f}",
-                    place,
-                    f"{job.hits:.2f}",
+                    "yes" if job.does_job else "no",
                 ]
             )
     return markdown_table(header, rows)
@@ -148,6 +158,14 @@ def table(jobs, detail=False):
 # Whether a head's hit rate beats the best fixed distance's: its interval
 # against that one number (`verdicts.compare`).
 PLACE_BEATEN = {"more": "yes", "same": "too close to tell", "less": "no"}
+
+
+def exercise_words(job, prefix="mine"):
+    """{glue name: words}: a `Job`'s verdict in `DOES`' words, and whether
+    its hit rate beats the best fixed distance's score (`VS_PLACE`)."""
+    place = compare(job.hits_low, job.hits_high, job.place, job.place)
+    done = DOES[verdict(job)]
+    return {f"{prefix}_done": done, f"{prefix}_vs_place": VS_PLACE[place]}
 
 
 def picture_table(flies, swapped, rival=True):
@@ -212,6 +230,20 @@ PLAIN_HALVES = {
     "all": "on pairs it was not chosen on",
 }
 PLAIN_HALVES["most"] = PLAIN_HALVES["some"]
+# Whether the source's pattern holds held out (`realheads.head8_counts`),
+# in each half that chooses the head: in section 4's words, and the box's.
+PATTERN = {
+    "none": "fails in both directions of one split",
+    "some": "holds in one direction of one split",
+    "all": "holds in both directions of one split",
+}
+PATTERN["most"] = PATTERN["some"]
+PLAIN_PATTERN = {
+    "none": "fails on held-back pairs",
+    "some": "holds on one half of held-back pairs",
+    "all": "holds on held-back pairs",
+}
+PLAIN_PATTERN["most"] = PLAIN_PATTERN["some"]
 
 # Whether the grammar head finds the noun (its top token) for more
 # determiners than the best fixed distance does.
@@ -250,18 +282,14 @@ def page_verdicts(study, first, checkpoint):
     count = f"{done} {'has' if done == 1 else 'have'}"
     have = {"none": "none has", "some": count, "most": count}
     have["all"] = "each has"
-    k = study.jobs_beyond  # of those `done`, the heads that beat place
-    beyond = {"none": "none of those beats", "all": "each of those beats"}
-    beyond["some"] = f"{k} of those {done} {'beat' + 's' * (k == 1)}"
-    beyond["most"] = beyond["some"]
     look = {True: "mostly there", False: "mostly elsewhere"}
     grammar, top = study.grammar, study.grammar_numbers()
     # above layer 0: the halves where "flies" in A favours its subject
-    upper_subject = checks_won((study.upper, study.upper_swapped), "less")
+    upper = (study.upper, study.upper_swapped)
+    upper_pattern, upper_subject = head8_counts(upper)
     return [
         ("model_phrase", "above", (int(checkpoint.is_bundled), 0), MODEL),
         ("jobs_done", "how_many", (done, len(study.word_jobs)), have),
-        ("jobs_beyond", "how_many", (study.jobs_beyond, done), beyond),
         (
             "grammar_place",  # determiners whose noun is its top token
             "above",
@@ -291,12 +319,6 @@ def page_verdicts(study, first, checkpoint):
         ),
         ("first_look", "above", (study.on_pair(first), 0.5), look),
         (
-            "parks_on",  # where the median head parks: [CLS] or [SEP]
-            "above",
-            (study.job("[CLS]").median, study.job("[SEP]").median),
-            {True: "[CLS]", False: "[SEP]"},
-        ),
-        (
             "flies_draws",  # the pattern, held out
             "above",
             (int(study.flies.pattern_holds), 0),
@@ -305,6 +327,8 @@ def page_verdicts(study, first, checkpoint):
                 False: "no clear pattern",
             },
         ),
+        ("upper_pattern", "how_many", (upper_pattern, 2), PATTERN),
+        ("upper_pattern_box", "how_many", (upper_pattern, 2), PLAIN_PATTERN),
         ("upper_subject", "how_many", (upper_subject, 2), HELD_OUT_HALVES),
         ("upper_subject_box", "how_many", (upper_subject, 2), PLAIN_HALVES),
     ]

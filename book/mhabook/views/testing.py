@@ -9,7 +9,7 @@ import numpy as np
 import torch
 
 from ..experiments.jobs import CLEAR
-from ..experiments.realheads import checks_won, head8_counts
+from ..experiments.realheads import head8_counts
 from .gallery import BEFORE, table
 from .plotting import PALETTE, head_scatter
 
@@ -285,8 +285,7 @@ def page_verdicts(results):
     testing_heads glues (`mhabook.views.glued.verdict`)."""
     c1, c2, p = results.claim1, results.claim2, results.pronouns
     l0, swapped = c2.layer0, c2.layer0_swapped
-    pattern, before = head8_counts((l0, swapped))
-    target = checks_won((l0, swapped), "more")  # checks A's target wins
+    pattern, _ = head8_counts((l0, swapped))
     up_pattern, up_before = head8_counts((c2.upper, c2.upper_swapped))
     passes = {True: "passes", False: "fails"}
     return [
@@ -313,8 +312,6 @@ def page_verdicts(results):
             },
         ),
         ("pattern_halves", "how_many", (pattern, 2), PATTERN),
-        ("before_halves", "how_many", (before, 2), BEFORE),
-        ("target_halves", "how_many", (target, 2), BEFORE),
         ("upper_halves", "how_many", (up_pattern, 2), PATTERN),
         ("upper_before", "how_many", (up_before, 2), BEFORE),
         (
