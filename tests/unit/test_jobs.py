@@ -457,6 +457,7 @@ def test_the_study_runs_on_a_random_bert_and_finds_no_job_there(tmp_path):
         "grammar_after_side",
         "first_look",
         "flies_draws",
+        "flies_draws_box",
         "upper_pattern",
         "upper_pattern_box",
         "upper_subject",

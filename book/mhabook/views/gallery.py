@@ -327,6 +327,12 @@ def page_verdicts(study, first, checkpoint):
                 False: "no clear pattern",
             },
         ),
+        (
+            "flies_draws_box",  # the same, in the box's words
+            "above",
+            (int(study.flies.pattern_holds), 0),
+            {True: "a weak form of it", False: "no clear sign of it"},
+        ),
         ("upper_pattern", "how_many", (upper_pattern, 2), PATTERN),
         ("upper_pattern_box", "how_many", (upper_pattern, 2), PLAIN_PATTERN),
         ("upper_subject", "how_many", (upper_subject, 2), HELD_OUT_HALVES),
