@@ -43,6 +43,7 @@ def test_peak_table_gives_every_layer_and_the_scores():
     table = head_costs.peak_table(made_up_record()).data
     assert "| MiB at $T$ = 9 | $h$ = 1 | $h$ = 2 |" in table
     assert "| batched | 1.50 | 3.00 |" in table
+    assert "| fused (a lower bound) |" in table
     assert "| one $(1, h, T, T)$ score tensor | 0.25 | 0.50 |" in table
 
 

@@ -204,10 +204,12 @@ def test_the_figure_and_table_show_each_job():
     found[2].inputs = "pairs"
     rows = gallery.table(found).data.splitlines()
     assert len(rows) == 2 + len(found)
-    assert rows[2] == ("| previous word | 1, 2 | 1.00 | 0.12 | 0.12 | yes |")
+    assert rows[2] == (
+        "| previous word | 1, 2 | 1.00 | 0.12 | 0.12 | 1.00 | yes |"
+    )
     assert rows[0].endswith(
         "| best head (layer, head) | held-out score | even spread | "
-        "median head | halfway to 1? |"
+        "median head | fixed distance | halfway from baselines to 1? |"
     )
     assert rows[4].startswith("| same word, other sentence (on pairs) |")
     detail = gallery.table(found, detail=True).data.splitlines()
@@ -243,7 +245,7 @@ def test_the_figure_and_table_show_each_job():
     assert lean.does_job and lean.common and not found[0].common
     assert "| yes; many heads look there too |" in does(lean)
     compact = gallery.table([lean]).data.splitlines()[2]  # the page's table
-    assert compact.endswith("| 0.90 | 0.12 | 0.60 | yes |")
+    assert compact.endswith("| 0.90 | 0.12 | 0.60 | 1.00 | yes |")
     # above both baselines, but short of the bar: the job done in part
     part = dataclasses.replace(found[0], held_out=0.3, low=0.25, median=0.03)
     assert part.beats_baselines and not part.does_job
@@ -296,10 +298,10 @@ def test_the_picture_table_says_yes_no_or_cannot_tell_for_each_choice():
     even = flies_test(1.1, rival_low=0.1, head=3)
     odd = flies_test(0.9, rival_low=-0.5, head=5)
     rows = gallery.picture_table(even, odd).data.splitlines()
-    assert "head 3, chosen on the even pairs" in rows[0]
-    assert "head 5, chosen on the odd pairs" in rows[0]
+    assert "layer 0, head 3, chosen on the even pairs" in rows[0]
+    assert "layer 0, head 5, chosen on the odd pairs" in rows[0]
     assert rows[2] == (
-        "| the weaker pattern: score (95% interval), bar 1 "
+        "| the pattern: score (95% interval), bar 1 "
         "| yes: 1.20 (1.10 to 1.30) | no: 1.00 (0.90 to 1.10) |"
     )
     assert rows[3].endswith(
@@ -453,14 +455,12 @@ def test_the_study_runs_on_a_random_bert_and_finds_no_job_there(tmp_path):
         "jobs_done",
         "grammar_place",
         "grammar_rival_side",
+        "grammar_vs_place",
         "grammar_ahead",
         "grammar_after_side",
         "first_look",
         "flies_draws",
         "flies_draws_box",
-        "upper_pattern",
-        "upper_pattern_box",
-        "upper_subject",
         "upper_subject_box",
     ]
     for name, rule, args, phrases in verdicts:
@@ -624,10 +624,15 @@ def test_flies_tops_count_held_out_pairs_whose_flies_weights_a_target_most():
 
 
 def test_the_head_8_account_names_the_side_flies_in_a_looks_at_most():
-    study = SimpleNamespace(source_top_sides=["B"])
-    assert gallery.source_answers(study) == {"flies_top_side": "in sentence B"}
+    even, odd = flies_test(1.1, head=3), flies_test(0.9, head=5)
+    study = SimpleNamespace(source_top_sides=["B"], upper=even)
+    study.upper_swapped = odd  # the checks above layer 0, as a table
+    answers = gallery.source_answers(study)
+    assert answers["flies_top_side"] == "in sentence B"
+    table = gallery.picture_table(even, odd).data
+    assert answers["upper_table"].data == table
     study.source_top_sides = ["A"]
-    assert gallery.source_answers(study) == {"flies_top_side": "in sentence A"}
+    assert gallery.source_answers(study)["flies_top_side"] == "in sentence A"
 
 
 def test_a_readers_job_that_most_keys_answer_is_refused():

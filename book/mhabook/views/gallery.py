@@ -110,15 +110,17 @@ VS_PLACE = {
 
 def table(jobs, detail=False):
     """The gallery as a Markdown table, one row per job: its best head and
-    that head's held-out score beside the two baselines, and whether even
-    the low end of its interval gets halfway from the better baseline to 1
+    that head's held-out score beside the two baselines and what the best
+    fixed distance scores (`jobs.fixed_distance`), and whether even the low
+    end of its interval gets halfway from the better baseline to 1
     (`Job.does_job`). detail=True gives instead the score's 95% interval,
     the job's bar, whether the head does the job (`verdict`, in `DOES`'
     words), the head's hit rate (`Job.hits`), what the best fixed distance
     scores (`jobs.fixed_distance`), and whether the hit rate beats it
     (`PLACE_BEATEN`)."""
     header = ["job", "best head (layer, head)", "held-out score"]
-    header += ["even spread", "median head", "halfway to 1?"]
+    header += ["even spread", "median head", "fixed distance"]
+    header += ["halfway from baselines to 1?"]
     if detail:
         header = ["job", "held-out score (95% interval)", "bar"]
         header += ["does the job?", "hit rate (95% interval)"]
@@ -149,6 +151,7 @@ def table(jobs, detail=False):
                     f"{job.held_out:.2f}",
                     f"{job.even:.2f}",
                     f"{job.median:.2f}",
+                    place,
                     "yes" if job.does_job else "no",
                 ]
             )
@@ -169,21 +172,20 @@ def exercise_words(job, prefix="mine"):
 
 
 def picture_table(flies, swapped, rival=True):
-    """Head 8's checks as a Markdown table: for the layer-0 head chosen on
-    the even pairs (`flies`) and on the odd (`swapped`), whether the
-    source's pattern holds held out, and, with `rival`, whether "flies" in
-    A favours its target over the word just before it
-    (`realheads.FliesTest`)."""
+    """Head 8's checks as a Markdown table: for the head chosen on the even
+    pairs (`flies`) and on the odd (`swapped`), whether the source's
+    pattern holds held out, and, with `rival`, whether "flies" in A favours
+    its target over the word just before it (`realheads.FliesTest`)."""
     pattern = {True: "yes", False: "no"}
     wins = {"more": "yes", "less": "no: the word before wins"}
     wins["same"] = "too close to tell"
     header = [
         "checked on the held-out pairs",
-        f"head {flies.head}, chosen on the even pairs",
-        f"head {swapped.head}, chosen on the odd pairs",
+        f"layer {flies.layer}, head {flies.head}, chosen on the even pairs",
+        f"layer {swapped.layer}, head {swapped.head}, chosen on the odd pairs",
     ]
     rows = [
-        ["the weaker pattern: score (95% interval), bar 1"]
+        ["the pattern: score (95% interval), bar 1"]
         + [
             f"{pattern[t.pattern_holds]}: {t.score.mean:.2f} "
             f"({t.score.low:.2f} to {t.score.high:.2f})"
@@ -203,10 +205,13 @@ def picture_table(flies, swapped, rival=True):
 
 
 def source_answers(study):
-    """Section 4's account of the layer-0 head closest to the source's
-    "flies" picture (`study`, a `RealHeads`), by glue name: where "flies"
-    in A looks most on the source's pair (`flies_top_side`)."""
-    return {"flies_top_side": SIDES[study.source_top_sides[0] == "B"]}
+    """Section 4's account of the heads closest to the source's "flies"
+    picture (`study`, a `RealHeads`), by glue name: where "flies" in A
+    looks most on the source's pair, in layer 0 (`flies_top_side`), and
+    the checks above layer 0 (`upper_table`, a `picture_table`)."""
+    upper = picture_table(study.upper, study.upper_swapped)  # above layer 0
+    side = SIDES[study.source_top_sides[0] == "B"]
+    return {"flies_top_side": side, "upper_table": upper}
 
 
 SIDES = {True: "in sentence B", False: "in sentence A"}
@@ -215,40 +220,27 @@ SIDES = {True: "in sentence B", False: "in sentence A"}
 BEFORE = {"none": "in neither half", "some": "in one of the two halves"}
 BEFORE["all"] = "in both halves"
 BEFORE["most"] = BEFORE["some"]  # 1 of 2
-# The same count, in section 4's words: one split of the pairs, used both
-# ways: each half chooses the head once and the other half scores it.
-HELD_OUT_HALVES = {
-    "none": "in neither direction of one split",
-    "all": "in both directions of one split",
-}
-HELD_OUT_HALVES["some"] = "in one direction of one split"
-HELD_OUT_HALVES["most"] = HELD_OUT_HALVES["some"]
-# The same count in the page's opening box, before "split" is defined.
+# The same count in section 4's opening box, before "split" is defined.
 PLAIN_HALVES = {
     "none": "on neither half of held-back pairs",
     "some": "on one half of held-back pairs",
     "all": "on pairs it was not chosen on",
 }
 PLAIN_HALVES["most"] = PLAIN_HALVES["some"]
-# Whether the source's pattern holds held out (`realheads.head8_counts`),
-# in each half that chooses the head: in section 4's words, and the box's.
-PATTERN = {
-    "none": "fails in both directions of one split",
-    "some": "holds in one direction of one split",
-    "all": "holds in both directions of one split",
-}
-PATTERN["most"] = PATTERN["some"]
-PLAIN_PATTERN = {
-    "none": "fails on held-back pairs",
-    "some": "holds on one half of held-back pairs",
-    "all": "holds on held-back pairs",
-}
-PLAIN_PATTERN["most"] = PLAIN_PATTERN["some"]
 
 # Whether the grammar head finds the noun (its top token) for more
 # determiners than the best fixed distance does.
 PLACE = {True: "No fixed distance hits as often"}
 PLACE[False] = "A fixed distance hits as often"
+
+
+# How the best fixed distance scores against the grammar head, by share:
+# the head's interval against that one number (`verdicts.compare`).
+SHARE_VS_PLACE = {
+    "more": "less than the head",
+    "same": "about as much as the head",
+    "less": "more than the head",
+}
 
 
 # Whether other words whose next noun is the same (the words between, the
@@ -286,7 +278,7 @@ def page_verdicts(study, first, checkpoint):
     grammar, top = study.grammar, study.grammar_numbers()
     # above layer 0: the halves where "flies" in A favours its subject
     upper = (study.upper, study.upper_swapped)
-    upper_pattern, upper_subject = head8_counts(upper)
+    _, upper_subject = head8_counts(upper)  # halves the word before wins
     return [
         ("model_phrase", "above", (int(checkpoint.is_bundled), 0), MODEL),
         ("jobs_done", "how_many", (done, len(study.word_jobs)), have),
@@ -304,6 +296,12 @@ def page_verdicts(study, first, checkpoint):
                 grammar.low,
             ),
             RIVAL,
+        ),
+        (
+            "grammar_vs_place",  # by share, the head against place alone
+            "compare",
+            (grammar.low, grammar.high, grammar.place, grammar.place),
+            SHARE_VS_PLACE,
         ),
         (
             "grammar_ahead",
@@ -333,8 +331,5 @@ def page_verdicts(study, first, checkpoint):
             (int(study.flies.pattern_holds), 0),
             {True: "a weak form of it", False: "no clear sign of it"},
         ),
-        ("upper_pattern", "how_many", (upper_pattern, 2), PATTERN),
-        ("upper_pattern_box", "how_many", (upper_pattern, 2), PLAIN_PATTERN),
-        ("upper_subject", "how_many", (upper_subject, 2), HELD_OUT_HALVES),
         ("upper_subject_box", "how_many", (upper_subject, 2), PLAIN_HALVES),
     ]
