@@ -40,7 +40,7 @@ LOADS = [
 # Verdicts that say a trained head does what the source says: on random
 # weights each must give the outcome that finds nothing.
 NOT_IN_RANDOM_WEIGHTS = {
-    "claim_1": "none",
+    "c1_answer": "none",
     "pattern_halves": "none",
     "jobs_done": "none",
 }

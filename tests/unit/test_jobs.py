@@ -205,11 +205,13 @@ def test_the_figure_and_table_show_each_job():
     rows = gallery.table(found).data.splitlines()
     assert len(rows) == 2 + len(found)
     assert rows[2] == (
-        "| previous word | 1, 2 | 1.00 | 0.12 | 0.12 | 1.00 | yes |"
+        "| previous word | 1, 2 | 1.00 | 0.12 | 0.12 | 1.00 | yes "
+        "| too close to tell |"
     )
     assert rows[0].endswith(
         "| best head (layer, head) | held-out score | even spread | "
-        "median head | fixed distance | halfway from baselines to 1? |"
+        "median head | fixed distance | halfway from baselines to 1? "
+        "| beats place? |"
     )
     assert rows[4].startswith("| same word, other sentence (on pairs) |")
     detail = gallery.table(found, detail=True).data.splitlines()
@@ -224,6 +226,8 @@ def test_the_figure_and_table_show_each_job():
     )
     assert "| 0.56 | no |" in detail[3]
     beyond = dataclasses.replace(found[0], hits_low=0.9, place=0.5)
+    compact = gallery.table([beyond]).data.splitlines()[2]
+    assert compact.endswith("| 0.50 | yes | yes |")  # beats place by share
     words = gallery.exercise_words(beyond)  # the exercise's solution
     assert words == {
         "mine_done": "yes",
@@ -245,7 +249,7 @@ def test_the_figure_and_table_show_each_job():
     assert lean.does_job and lean.common and not found[0].common
     assert "| yes; many heads look there too |" in does(lean)
     compact = gallery.table([lean]).data.splitlines()[2]  # the page's table
-    assert compact.endswith("| 0.90 | 0.12 | 0.60 | 1.00 | yes |")
+    assert compact.endswith("| 1.00 | yes | too close to tell |")
     # above both baselines, but short of the bar: the job done in part
     part = dataclasses.replace(found[0], held_out=0.3, low=0.25, median=0.03)
     assert part.beats_baselines and not part.does_job
@@ -330,6 +334,9 @@ def test_jobs_done_counts_word_jobs_and_leaves_out_parking():
     assert study.jobs_done == 1
     study.grammar = dataclasses.replace(done, name=jobs.GRAMMAR)
     assert study.jobs_done == 2  # the grammar job is a word job
+    assert study.jobs_beyond == 0  # neither beats place: its score is nan
+    study.grammar = dataclasses.replace(study.grammar, place=0.9)
+    assert study.jobs_beyond == 1  # 0.98, its low end, above place
     names = ["next word", jobs.GRAMMAR]
     assert [job.name for job in study.word_jobs] == names
     assert study.job("[CLS]") is done
@@ -453,14 +460,13 @@ def test_the_study_runs_on_a_random_bert_and_finds_no_job_there(tmp_path):
     assert names == [
         "model_phrase",
         "jobs_done",
+        "jobs_beyond",
         "grammar_place",
         "grammar_rival_side",
-        "grammar_vs_place",
         "grammar_ahead",
         "grammar_after_side",
         "first_look",
         "flies_draws",
-        "flies_draws_box",
         "upper_subject_box",
     ]
     for name, rule, args, phrases in verdicts:

@@ -818,7 +818,7 @@ def outcomes(results):
 def test_the_page_finds_the_planted_claim_heads():
     results = planted_results()
     found = outcomes(results)  # claim 2's head in layer 0
-    assert found["claim_1"] == ("all", "every head")  # keeps to its own
+    assert found["c1_answer"] == ("all", "In every head")  # keeps to its own
     # claim_head's "flies" in A: its target over its subject and B's "f"
     assert found["rival_first_b"][0] == "more"
     assert found["pattern_halves"] == ("all", "holds in both halves")

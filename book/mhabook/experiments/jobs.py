@@ -203,6 +203,12 @@ class Job:
         return self.low > self.bar
 
     @property
+    def beats_place(self):
+        """Held out, its whole interval lies above the best fixed
+        distance's score (`place`): it beats a rule of place alone."""
+        return self.low > self.place
+
+    @property
     def beats_baselines(self):
         """Held out, its whole interval lies above every baseline (a job
         it does in part, when it misses `bar`)."""
@@ -546,6 +552,12 @@ class RealHeads:
         """How many of `word_jobs` have a head that does the job: the low
         end of its score's interval clears the job's bar."""
         return sum(job.does_job for job in self.word_jobs)
+
+    @property
+    def jobs_beyond(self):
+        """How many of the jobs counted by `jobs_done` have a head that
+        also beats the best fixed distance by share (`Job.beats_place`)."""
+        return sum(j.does_job and j.beats_place for j in self.word_jobs)
 
     @property
     def grammar_rows(self):

@@ -111,16 +111,17 @@ VS_PLACE = {
 def table(jobs, detail=False):
     """The gallery as a Markdown table, one row per job: its best head and
     that head's held-out score beside the two baselines and what the best
-    fixed distance scores (`jobs.fixed_distance`), and whether even the low
-    end of its interval gets halfway from the better baseline to 1
-    (`Job.does_job`). detail=True gives instead the score's 95% interval,
+    fixed distance scores (`jobs.fixed_distance`), whether even the low end
+    of its interval gets halfway from the better baseline to 1
+    (`Job.does_job`), and whether its interval beats the fixed distance
+    (`PLACE_BEATEN`). detail=True gives instead the score's 95% interval,
     the job's bar, whether the head does the job (`verdict`, in `DOES`'
     words), the head's hit rate (`Job.hits`), what the best fixed distance
     scores (`jobs.fixed_distance`), and whether the hit rate beats it
     (`PLACE_BEATEN`)."""
     header = ["job", "best head (layer, head)", "held-out score"]
     header += ["even spread", "median head", "fixed distance"]
-    header += ["halfway from baselines to 1?"]
+    header += ["halfway from baselines to 1?", "beats place?"]
     if detail:
         header = ["job", "held-out score (95% interval)", "bar"]
         header += ["does the job?", "hit rate (95% interval)"]
@@ -153,6 +154,7 @@ def table(jobs, detail=False):
                     f"{job.median:.2f}",
                     place,
                     "yes" if job.does_job else "no",
+                    PLACE_BEATEN[compare(job.low, job.high, *[job.place] * 2)],
                 ]
             )
     return markdown_table(header, rows)
@@ -234,15 +236,6 @@ PLACE = {True: "No fixed distance hits as often"}
 PLACE[False] = "A fixed distance hits as often"
 
 
-# How the best fixed distance scores against the grammar head, by share:
-# the head's interval against that one number (`verdicts.compare`).
-SHARE_VS_PLACE = {
-    "more": "less than the head",
-    "same": "about as much as the head",
-    "less": "more than the head",
-}
-
-
 # Whether other words whose next noun is the same (the words between, the
 # word just before the determiner) weight the noun as much as the grammar
 # head's determiners do: above the low end of its held-out interval.
@@ -274,6 +267,10 @@ def page_verdicts(study, first, checkpoint):
     count = f"{done} {'has' if done == 1 else 'have'}"
     have = {"none": "none has", "some": count, "most": count}
     have["all"] = "each has"
+    k = study.jobs_beyond  # of those `done`, the heads that beat place
+    beyond = {"none": "none of those beats", "all": "each of those beats"}
+    beyond["some"] = f"{k} of those {done} {'beat' + 's' * (k == 1)}"
+    beyond["most"] = beyond["some"]
     look = {True: "mostly there", False: "mostly elsewhere"}
     grammar, top = study.grammar, study.grammar_numbers()
     # above layer 0: the halves where "flies" in A favours its subject
@@ -282,6 +279,7 @@ def page_verdicts(study, first, checkpoint):
     return [
         ("model_phrase", "above", (int(checkpoint.is_bundled), 0), MODEL),
         ("jobs_done", "how_many", (done, len(study.word_jobs)), have),
+        ("jobs_beyond", "how_many", (study.jobs_beyond, done), beyond),
         (
             "grammar_place",  # determiners whose noun is its top token
             "above",
@@ -296,12 +294,6 @@ def page_verdicts(study, first, checkpoint):
                 grammar.low,
             ),
             RIVAL,
-        ),
-        (
-            "grammar_vs_place",  # by share, the head against place alone
-            "compare",
-            (grammar.low, grammar.high, grammar.place, grammar.place),
-            SHARE_VS_PLACE,
         ),
         (
             "grammar_ahead",
@@ -324,12 +316,6 @@ def page_verdicts(study, first, checkpoint):
                 True: "a pattern place alone could give",
                 False: "no clear pattern",
             },
-        ),
-        (
-            "flies_draws_box",  # the same, in the box's words
-            "above",
-            (int(study.flies.pattern_holds), 0),
-            {True: "a weak form of it", False: "no clear sign of it"},
         ),
         ("upper_subject_box", "how_many", (upper_subject, 2), PLAIN_HALVES),
     ]

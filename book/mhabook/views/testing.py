@@ -9,7 +9,7 @@ import numpy as np
 import torch
 
 from ..experiments.jobs import CLEAR
-from ..experiments.realheads import head8_counts
+from ..experiments.realheads import checks_won, head8_counts
 from .gallery import BEFORE, table
 from .plotting import PALETTE, head_scatter
 
@@ -286,21 +286,11 @@ def page_verdicts(results):
     c1, c2, p = results.claim1, results.claim2, results.pronouns
     l0, swapped = c2.layer0, c2.layer0_swapped
     pattern, _ = head8_counts((l0, swapped))
+    target = checks_won((l0, swapped), "more")  # checks A's target wins
     up_pattern, up_before = head8_counts((c2.upper, c2.upper_swapped))
     passes = {True: "passes", False: "fails"}
     return [
         *answers(c1, pattern, up_before, p),  # the box's short answers
-        (
-            "claim_1",
-            "how_many",
-            (c1.replicated, c1.n_heads),
-            {  # "In ..., a word of the query's own sentence gets more"
-                "none": "no head",
-                "some": "some heads",
-                "most": "most heads",
-                "all": "every head",
-            },
-        ),
         (
             "halves_agree",
             "sign",
@@ -312,6 +302,7 @@ def page_verdicts(results):
             },
         ),
         ("pattern_halves", "how_many", (pattern, 2), PATTERN),
+        ("target_halves", "how_many", (target, 2), BEFORE),
         ("upper_halves", "how_many", (up_pattern, 2), PATTERN),
         ("upper_before", "how_many", (up_before, 2), BEFORE),
         (
