@@ -211,7 +211,7 @@ def test_the_figure_and_table_show_each_job():
     assert rows[0].endswith(
         "| best head (layer, head) | held-out score | even spread | "
         "median head | fixed distance | halfway from baselines to 1? "
-        "| beats place? |"
+        "| beats place by share? |"
     )
     assert rows[4].startswith("| same word, other sentence (on pairs) |")
     detail = gallery.table(found, detail=True).data.splitlines()

@@ -121,7 +121,7 @@ def table(jobs, detail=False):
     (`PLACE_BEATEN`)."""
     header = ["job", "best head (layer, head)", "held-out score"]
     header += ["even spread", "median head", "fixed distance"]
-    header += ["halfway from baselines to 1?", "beats place?"]
+    header += ["halfway from baselines to 1?", "beats place by share?"]
     if detail:
         header = ["job", "held-out score (95% interval)", "bar"]
         header += ["does the job?", "hit rate (95% interval)"]
