@@ -244,10 +244,25 @@ class HeadsLearn:
     # (runs, 2): the same runs with one head of the same width, trained
     # with `one_head_setting` (NaN when heads_learn ran no one-head runs)
     one_head_accuracy: torch.Tensor
-    # (learning rate, steps) of those runs, the best of `n_settings` tried
+    # (learning rate, steps) of those runs, the best of `settings` tried
     # (`tune_one_head`); () when none were tried
     one_head_setting: tuple = ()
-    n_settings: int = 0
+    settings: tuple = ()
+
+    @property
+    def n_settings(self):
+        """How many (learning rate, steps) settings the one head tried."""
+        return len(self.settings)
+
+    @property
+    def setting_at_edge(self):
+        """The one head's best setting has the lowest learning rate or the
+        most steps tried: a wider search might find a better one."""
+        if not self.settings:
+            return False
+        lr, steps = self.one_head_setting
+        rates, counts = zip(*self.settings)
+        return lr == min(rates) or steps == max(counts)
 
     @property
     def job(self):
@@ -319,6 +334,7 @@ class HeadsLearn:
             "one_lr": self.one_head_setting[0] if self.n_settings else 0,
             "one_steps": self.one_head_setting[1] if self.n_settings else 0,
             "n_settings": self.n_settings,
+            "one_edge": EDGE[self.setting_at_edge],
             "tune_seeds": TUNE_SEEDS,
             "previous_floor": self.previous_floor,
             "n_sequences": len(self.held_out[0]),
@@ -397,6 +413,8 @@ def previous_only_accuracy(partner, num_digits):
 # The one-head control's (learning rate, steps) settings: the two-head
 # recipe first. `tune_one_head` tries each on TUNE_SEEDS seeds of their own.
 ONE_HEAD_SETTINGS = ((1e-2, 400), (3e-3, 400), (1e-2, 1200), (3e-3, 1200))
+# Where the one head's best setting lies among those tried (`HeadsLearn`).
+EDGE = {True: "at the edge of those tried", False: "inside those tried"}
 TUNE_SEEDS = 3
 
 
@@ -485,5 +503,5 @@ def heads_learn(
         previous_floor=previous_only_accuracy(partner, config.num_digits),
         one_head_accuracy=torch.as_tensor(one_head_accuracy),
         one_head_setting=setting,
-        n_settings=len(one_head),
+        settings=tuple(one_head),
     )
