@@ -176,6 +176,11 @@ def test_heads_learn_scores_every_run_on_the_held_out_set():
     assert runs.seeds == (0, 1) and runs.steps == 2
     assert runs.one_head_setting == (1e-2, 2) and runs.n_settings == 1
     assert runs.setting_at_edge  # one setting: its own edge
+    spread = runs.numbers(config)  # the one-head runs, run by run
+    matching = runs.one_head_accuracy[:, 1]
+    assert spread["one_match_min"] == matching.min().item()
+    assert spread["one_match_max"] == matching.max().item()
+    assert spread["one_solved"] == (matching >= 0.9).sum().item()
     inside = dataclasses.replace(
         runs,
         settings=((1e-3, 1), (1e-2, 2), (1e-1, 3)),

@@ -331,6 +331,10 @@ class HeadsLearn:
             "two_match": two[1].item(),
             "one_prev": one[0].item(),
             "one_match": one[1].item(),
+            # the one-head runs' spread on the matching questions
+            "one_match_min": self.one_head_accuracy[:, 1].min().item(),
+            "one_match_max": self.one_head_accuracy[:, 1].max().item(),
+            "one_solved": (self.one_head_accuracy[:, 1] >= 0.9).sum().item(),
             "one_lr": self.one_head_setting[0] if self.n_settings else 0,
             "one_steps": self.one_head_setting[1] if self.n_settings else 0,
             "n_settings": self.n_settings,
