@@ -1298,6 +1298,18 @@ EDITS = [
         refuses=r"use \.sum\(dim=1\)",
     ),
     Edit(
+        "many_heads",
+        "a sentence A without 'flies' in the first look",
+        (
+            change(
+                "pair = tokenizer(text_a, text_b",
+                '"time flies like an arrow"',
+                '"time passes like an arrow"',
+            ),
+        ),
+        until='mb.verdict("fl_look"',  # the head is found by position
+    ),
+    Edit(
         "head_costs",
         "width 512 and 16 heads, Ex. 3 included",
         (
