@@ -206,7 +206,7 @@ def test_the_figure_and_table_show_each_job():
     assert len(rows) == 2 + len(found)
     assert rows[2] == (
         "| previous word | 1, 2 | 1.00 | 0.12 | 0.12 | 1.00 | yes "
-        "| too close to tell |"
+        "| n/a: a job of place |"
     )
     assert rows[0].endswith(
         "| best head (layer, head) | held-out score | even spread | "
@@ -226,8 +226,11 @@ def test_the_figure_and_table_show_each_job():
     )
     assert "| 0.56 | no |" in detail[3]
     beyond = dataclasses.replace(found[0], hits_low=0.9, place=0.5)
-    compact = gallery.table([beyond]).data.splitlines()[2]
+    mine = dataclasses.replace(beyond, name="first word")  # not of place
+    compact = gallery.table([mine]).data.splitlines()[2]
     assert compact.endswith("| 0.50 | yes | yes |")  # beats place by share
+    tied = gallery.table([dataclasses.replace(mine, place=1.0)]).data
+    assert tied.endswith("| 1.00 | yes | too close to tell |")  # ties place
     words = gallery.exercise_words(beyond)  # the exercise's solution
     assert words == {
         "mine_done": "yes",
@@ -249,7 +252,7 @@ def test_the_figure_and_table_show_each_job():
     assert lean.does_job and lean.common and not found[0].common
     assert "| yes; many heads look there too |" in does(lean)
     compact = gallery.table([lean]).data.splitlines()[2]  # the page's table
-    assert compact.endswith("| 1.00 | yes | too close to tell |")
+    assert compact.endswith("| 1.00 | yes | n/a: a job of place |")
     # above both baselines, but short of the bar: the job done in part
     part = dataclasses.replace(found[0], held_out=0.3, low=0.25, median=0.03)
     assert part.beats_baselines and not part.does_job

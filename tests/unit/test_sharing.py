@@ -362,6 +362,8 @@ def test_the_page_verdicts_read_each_outcome_and_compare_the_stack():
         (ratio(76.4, 50.7, 83.6), "cannot be told apart on these repeats"),
         (ratio(150, 120, 180), "differ here: the stack's is larger"),
         (ratio(20, 15, 25), "differ here: the stack's is smaller"),
+        # apart, but by less than 10% of one layer's interval: too close
+        (ratio(55, 52, 57), "cannot be told apart on these repeats"),
     ]:
         verdicts = {n: rest for n, *rest in views.page_verdicts(record(stack))}
         assert decide(*verdicts["stack_same"])[1] == outcome

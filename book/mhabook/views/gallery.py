@@ -5,7 +5,7 @@ import html
 import matplotlib.pyplot as plt
 import numpy as np
 
-from ..experiments.jobs import determiner_noun
+from ..experiments.jobs import PLACE_JOBS, determiner_noun
 from ..experiments.realheads import head8_counts
 from ..experiments.verdicts import compare
 from .sharing import markdown_table
@@ -145,6 +145,9 @@ def table(jobs, detail=False):
             row = [name, score, f"{job.bar:.2f}", does, hits, place]
             rows.append(row + [beats])
         else:
+            beats = PLACE_BEATEN[compare(job.low, job.high, *[job.place] * 2)]
+            if job.name in PLACE_JOBS:  # a fixed distance is the job itself
+                beats = "n/a: a job of place"
             rows.append(
                 [
                     name,
@@ -154,7 +157,7 @@ def table(jobs, detail=False):
                     f"{job.median:.2f}",
                     place,
                     "yes" if job.does_job else "no",
-                    PLACE_BEATEN[compare(job.low, job.high, *[job.place] * 2)],
+                    beats,
                 ]
             )
     return markdown_table(header, rows)

@@ -7,7 +7,7 @@ from IPython.display import Markdown
 from matplotlib import pyplot as plt
 
 from ..experiments.costs import PairedRatio
-from .head_costs import number, ratio_text
+from .head_costs import MATTERS, number, ratio_text
 
 
 def markdown_table(header, rows):
@@ -99,7 +99,7 @@ def faster_phrases(ratio):
     }
 
 
-SAME = {  # the stack's ratio against one layer's: do the intervals meet?
+SAME = {  # the stack's ratio against one layer's, widened by MATTERS
     "same": "cannot be told apart on these repeats",
     "more": "differ here: the stack's is larger",
     "less": "differ here: the stack's is smaller",
@@ -112,15 +112,16 @@ def page_verdicts(r):
     its sentence whatever the outcome."""
     t, c = r.timing, r.conversion
     stack, one = t.stack_speedup, t.speedup
+    widen = np.array([1 - MATTERS, 1 + MATTERS])  # a gap that may not repeat
     closer = {"clearly": "clearly closer to", "barely": "barely closer to"}
     closer |= {"neither": "not measurably closer to", "below": "farther from"}
     return [
         ("speed_verdict", "compare", one.against(1), faster_phrases(one)),
         ("stack_verdict", "compare", stack.against(1), faster_phrases(stack)),
         (
-            "stack_same",  # the stack's interval against one layer's
+            "stack_same",  # apart only beyond one layer's interval +- 10%
             "compare",
-            (stack.low, stack.high, one.low, one.high),
+            (stack.low, stack.high, *(one.low, one.high) * widen),
             SAME,
         ),
         (
