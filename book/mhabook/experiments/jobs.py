@@ -23,6 +23,7 @@ import torch
 from ..layers import batched_from_bert, loop_from_batched
 from . import realheads as rh
 from .inputs import note_unless
+from .verdicts import compare
 
 
 def _words(example):
@@ -205,10 +206,22 @@ class Job:
         return self.low > self.bar
 
     @property
+    def share_vs_place(self):
+        """'more', 'same' or 'less': its held-out interval against the best
+        fixed distance's score (`place`), as `verdicts.compare` puts it."""
+        return compare(self.low, self.high, self.place, self.place)
+
+    @property
+    def hits_vs_place(self):
+        """The same for its hit rate's interval (`hits_low`, `hits_high`):
+        both that and `place` count how often the top token is a target."""
+        return compare(self.hits_low, self.hits_high, self.place, self.place)
+
+    @property
     def beats_place(self):
         """Held out, its whole interval lies above the best fixed
         distance's score (`place`): it beats a rule of place alone."""
-        return self.low > self.place
+        return self.share_vs_place == "more"
 
     @property
     def beats_baselines(self):

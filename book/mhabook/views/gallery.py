@@ -6,8 +6,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from ..experiments.jobs import PLACE_JOBS, determiner_noun
-from ..experiments.realheads import head8_counts
-from ..experiments.verdicts import compare
+from ..experiments.realheads import checks_won
 from .sharing import markdown_table
 
 
@@ -140,12 +139,11 @@ def table(jobs, detail=False):
             hits = f"{job.hits:.2f} ({job.hits_low:.2f}–{job.hits_high:.2f})"
             beats = "–"  # a Job made without hit rates
             if not np.isnan([job.hits_low, job.place]).any():
-                low, high = job.hits_low, job.hits_high
-                beats = PLACE_BEATEN[compare(low, high, job.place, job.place)]
+                beats = PLACE_BEATEN[job.hits_vs_place]
             row = [name, score, f"{job.bar:.2f}", does, hits, place]
             rows.append(row + [beats])
         else:
-            beats = PLACE_BEATEN[compare(job.low, job.high, *[job.place] * 2)]
+            beats = PLACE_BEATEN[job.share_vs_place]
             if job.name in PLACE_JOBS:  # a fixed distance is the job itself
                 beats = "n/a: a job of place"
             rows.append(
@@ -171,9 +169,8 @@ PLACE_BEATEN = {"more": "yes", "same": "too close to tell", "less": "no"}
 def exercise_words(job, prefix="mine"):
     """{glue name: words}: a `Job`'s verdict in `DOES`' words, and whether
     its hit rate beats the best fixed distance's score (`VS_PLACE`)."""
-    place = compare(job.hits_low, job.hits_high, job.place, job.place)
-    done = DOES[verdict(job)]
-    return {f"{prefix}_done": done, f"{prefix}_vs_place": VS_PLACE[place]}
+    done, place = DOES[verdict(job)], VS_PLACE[job.hits_vs_place]
+    return {f"{prefix}_done": done, f"{prefix}_vs_place": place}
 
 
 def picture_table(flies, swapped, rival=True):
@@ -277,8 +274,7 @@ def page_verdicts(study, first, checkpoint):
     look = {True: "mostly there", False: "mostly elsewhere"}
     grammar, top = study.grammar, study.grammar_numbers()
     # above layer 0: the halves where "flies" in A favours its subject
-    upper = (study.upper, study.upper_swapped)
-    _, upper_subject = head8_counts(upper)  # halves the word before wins
+    upper_subject = checks_won((study.upper, study.upper_swapped), "less")
     return [
         ("model_phrase", "above", (int(checkpoint.is_bundled), 0), MODEL),
         ("jobs_done", "how_many", (done, len(study.word_jobs)), have),

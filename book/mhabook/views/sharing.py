@@ -112,7 +112,6 @@ def page_verdicts(r):
     its sentence whatever the outcome."""
     t, c = r.timing, r.conversion
     stack, one = t.stack_speedup, t.speedup
-    widen = np.array([1 - MATTERS, 1 + MATTERS])  # a gap that may not repeat
     closer = {"clearly": "clearly closer to", "barely": "barely closer to"}
     closer |= {"neither": "not measurably closer to", "below": "farther from"}
     return [
@@ -121,7 +120,12 @@ def page_verdicts(r):
         (
             "stack_same",  # apart only beyond one layer's interval +- 10%
             "compare",
-            (stack.low, stack.high, *(one.low, one.high) * widen),
+            (
+                stack.low,
+                stack.high,
+                one.low * (1 - MATTERS),
+                one.high * (1 + MATTERS),
+            ),
             SAME,
         ),
         (
