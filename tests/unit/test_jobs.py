@@ -204,14 +204,10 @@ def test_the_figure_and_table_show_each_job():
     found[2].inputs = "pairs"
     rows = gallery.table(found).data.splitlines()
     assert len(rows) == 2 + len(found)
-    assert rows[2] == (
-        "| previous word | 1, 2 | 1.00 | 0.12 | 0.12 | 1.00 | yes "
-        "| n/a: a job of place |"
-    )
+    assert rows[2] == "| previous word | 1, 2 | 1.00 | 0.12 | 0.12 | 1.00 |"
     assert rows[0].endswith(
         "| best head (layer, head) | held-out score | even spread | "
-        "median head | fixed distance | halfway from baselines to 1? "
-        "| beats place by share? |"
+        "median head | fixed distance |"
     )
     assert rows[4].startswith("| same word, other sentence (on pairs) |")
     detail = gallery.table(found, detail=True).data.splitlines()
@@ -226,22 +222,20 @@ def test_the_figure_and_table_show_each_job():
     )
     assert "| 0.56 | no |" in detail[3]
     beyond = dataclasses.replace(found[0], hits_low=0.9, place=0.5)
-    mine = dataclasses.replace(beyond, name="first word")  # not of place
-    compact = gallery.table([mine]).data.splitlines()[2]
-    assert compact.endswith("| 0.50 | yes | yes |")  # beats place by share
-    tied = gallery.table([dataclasses.replace(mine, place=1.0)]).data
-    assert tied.endswith("| 1.00 | yes | too close to tell |")  # ties place
-    words = gallery.exercise_words(beyond)  # the exercise's solution
-    assert words == {
-        "mine_done": "yes",
-        "mine_vs_place": "the head beats place alone",
-    }
     assert gallery.table([beyond], detail=True).data.endswith("| yes |")
+    # the exercise's solution: the held-out score against place
+    words = gallery.exercise_words(beyond)
+    assert words == {"mine_vs_place": "the head beats place alone"}
+    tied = dataclasses.replace(beyond, place=1.0)  # its interval reaches 1
+    assert gallery.exercise_words(tied, "it") == {
+        "it_vs_place": "too close to tell from place alone"
+    }
     below = dataclasses.replace(
         found[0], hits_low=0.3, hits_high=0.4, place=0.5
     )
     assert gallery.table([below], detail=True).data.endswith("| no |")
-    place = gallery.exercise_words(below, "it")["it_vs_place"]
+    lower = dataclasses.replace(below, low=0.2, high=0.3)  # its share too
+    place = gallery.exercise_words(lower, "it")["it_vs_place"]
     assert place == "place alone does better than this head"
 
     def does(job):  # the "does the job?" column of its row in the detail
@@ -251,8 +245,6 @@ def test_the_figure_and_table_show_each_job():
     lean = dataclasses.replace(found[0], held_out=0.9, low=0.85, median=0.6)
     assert lean.does_job and lean.common and not found[0].common
     assert "| yes; many heads look there too |" in does(lean)
-    compact = gallery.table([lean]).data.splitlines()[2]  # the page's table
-    assert compact.endswith("| 1.00 | yes | n/a: a job of place |")
     # above both baselines, but short of the bar: the job done in part
     part = dataclasses.replace(found[0], held_out=0.3, low=0.25, median=0.03)
     assert part.beats_baselines and not part.does_job
@@ -638,8 +630,10 @@ def test_the_head_8_account_names_the_side_flies_in_a_looks_at_most():
     study.upper_swapped = odd  # the checks above layer 0, as a table
     answers = gallery.source_answers(study)
     assert answers["flies_top_side"] == "in sentence B"
-    table = gallery.picture_table(even, odd).data
-    assert answers["upper_table"].data == table
+    # each half chose another head: the page names both
+    assert answers["upper_heads"] == "head 3 of layer 0 or head 5 of layer 0"
+    study.upper_swapped = even  # both halves choose the same head
+    assert gallery.source_answers(study)["upper_heads"] == "head 3 of layer 0"
     study.source_top_sides = ["A"]
     assert gallery.source_answers(study)["flies_top_side"] == "in sentence A"
 

@@ -103,8 +103,6 @@ GRAMMAR = "determiner → its noun"
 # job does not apply (Clark et al. 2019, section 3.2), so a head that does
 # one is not counted among the heads with a job of reading.
 PARKING = ("[CLS]", "[SEP]")
-# Jobs that are a fixed distance: place alone does them perfectly.
-PLACE_JOBS = ("previous word", "next word")
 # A job is done clearly when the held-out interval's low end closes this
 # share of the gap from the higher baseline to 1 (all attention on the
 # targets): a bar under 1 for any baseline under 1, so a share can reach it

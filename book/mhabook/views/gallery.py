@@ -5,7 +5,7 @@ import html
 import matplotlib.pyplot as plt
 import numpy as np
 
-from ..experiments.jobs import PLACE_JOBS, determiner_noun
+from ..experiments.jobs import determiner_noun
 from ..experiments.realheads import checks_won
 from .sharing import markdown_table
 
@@ -98,8 +98,8 @@ def verdict(job):
 # head above both baselines but not the bar does not clearly do its job.
 DOES = {"yes": "yes", "partly": "beats the baselines, not the bar"}
 DOES["no"] = "no"
-# Whether a head's hit rate beats the best fixed distance's score: its
-# interval against that one number (`verdicts.compare`), as a clause.
+# Whether a head's score beats the best fixed distance's: its interval
+# against that one number (`verdicts.compare`), as a clause.
 VS_PLACE = {
     "more": "the head beats place alone",
     "same": "too close to tell from place alone",
@@ -109,18 +109,14 @@ VS_PLACE = {
 
 def table(jobs, detail=False):
     """The gallery as a Markdown table, one row per job: its best head and
-    that head's held-out score beside the two baselines and what the best
-    fixed distance scores (`jobs.fixed_distance`), whether even the low end
-    of its interval gets halfway from the better baseline to 1
-    (`Job.does_job`), and whether its interval beats the fixed distance
-    (`PLACE_BEATEN`). detail=True gives instead the score's 95% interval,
-    the job's bar, whether the head does the job (`verdict`, in `DOES`'
-    words), the head's hit rate (`Job.hits`), what the best fixed distance
-    scores (`jobs.fixed_distance`), and whether the hit rate beats it
-    (`PLACE_BEATEN`)."""
+    that head's held-out score beside three baselines: an even spread, the
+    median head and what the best fixed distance scores
+    (`jobs.fixed_distance`). detail=True gives instead the score's 95%
+    interval, the job's bar, whether the head does the job (`verdict`, in
+    `DOES`' words), the head's hit rate (`Job.hits`), what the best fixed
+    distance scores, and whether the hit rate beats it (`PLACE_BEATEN`)."""
     header = ["job", "best head (layer, head)", "held-out score"]
     header += ["even spread", "median head", "fixed distance"]
-    header += ["halfway from baselines to 1?", "beats place by share?"]
     if detail:
         header = ["job", "held-out score (95% interval)", "bar"]
         header += ["does the job?", "hit rate (95% interval)"]
@@ -143,9 +139,6 @@ def table(jobs, detail=False):
             row = [name, score, f"{job.bar:.2f}", does, hits, place]
             rows.append(row + [beats])
         else:
-            beats = PLACE_BEATEN[job.share_vs_place]
-            if job.name in PLACE_JOBS:  # a fixed distance is the job itself
-                beats = "n/a: a job of place"
             rows.append(
                 [
                     name,
@@ -154,8 +147,6 @@ def table(jobs, detail=False):
                     f"{job.even:.2f}",
                     f"{job.median:.2f}",
                     place,
-                    "yes" if job.does_job else "no",
-                    beats,
                 ]
             )
     return markdown_table(header, rows)
@@ -167,10 +158,9 @@ PLACE_BEATEN = {"more": "yes", "same": "too close to tell", "less": "no"}
 
 
 def exercise_words(job, prefix="mine"):
-    """{glue name: words}: a `Job`'s verdict in `DOES`' words, and whether
-    its hit rate beats the best fixed distance's score (`VS_PLACE`)."""
-    done, place = DOES[verdict(job)], VS_PLACE[job.hits_vs_place]
-    return {f"{prefix}_done": done, f"{prefix}_vs_place": place}
+    """{glue name: words}: whether a `Job`'s held-out score beats the best
+    fixed distance's (`Job.share_vs_place`, in `VS_PLACE`' words)."""
+    return {f"{prefix}_vs_place": VS_PLACE[job.share_vs_place]}
 
 
 def picture_table(flies, swapped, rival=True):
@@ -210,10 +200,14 @@ def source_answers(study):
     """Section 4's account of the heads closest to the source's "flies"
     picture (`study`, a `RealHeads`), by glue name: where "flies" in A
     looks most on the source's pair, in layer 0 (`flies_top_side`), and
-    the checks above layer 0 (`upper_table`, a `picture_table`)."""
-    upper = picture_table(study.upper, study.upper_swapped)  # above layer 0
+    which head fits the picture best above layer 0 (`upper_heads`): the
+    even pairs' choice, then the odd pairs' where it differs."""
     side = SIDES[study.source_top_sides[0] == "B"]
-    return {"flies_top_side": side, "upper_table": upper}
+    even, odd = study.upper, study.upper_swapped  # above layer 0
+    heads = f"head {even.head} of layer {even.layer}"
+    if (odd.layer, odd.head) != (even.layer, even.head):
+        heads += f" or head {odd.head} of layer {odd.layer}"
+    return {"flies_top_side": side, "upper_heads": heads}
 
 
 SIDES = {True: "in sentence B", False: "in sentence A"}
@@ -268,8 +262,8 @@ def page_verdicts(study, first, checkpoint):
     have = {"none": "none has", "some": count, "most": count}
     have["all"] = "each has"
     k = study.jobs_beyond  # of those `done`, the heads that beat place
-    beyond = {"none": "none of those beats", "all": "each of those beats"}
-    beyond["some"] = f"{k} of those {done} {'beat' + 's' * (k == 1)}"
+    beyond = {"none": "none beats", "all": "each beats"}
+    beyond["some"] = f"{k} of the {done} {'beat' + 's' * (k == 1)}"
     beyond["most"] = beyond["some"]
     look = {True: "mostly there", False: "mostly elsewhere"}
     grammar, top = study.grammar, study.grammar_numbers()
