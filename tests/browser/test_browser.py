@@ -408,3 +408,17 @@ def test_search_summaries_show_no_tex(visit):
         if tex in text
     ], text
     assert problems["errors"] == []
+
+
+def test_a_desktop_page_shows_one_search_field(visit):
+    """At 1280 px the sidebar holds the search field; the parent theme's
+    header, which held only a second one, is hidden (book/_static)."""
+    page, problems = visit("book/labs.html")
+    shown = [
+        field.evaluate("(el) => el.closest('.bd-sidebar-primary') !== null")
+        for field in page.locator(".search-button-field").all()
+        if field.is_visible()
+    ]
+    assert shown == [True]  # one field, in the sidebar
+    assert not page.locator("#pst-header").is_visible()
+    assert problems["errors"] == []
