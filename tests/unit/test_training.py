@@ -181,6 +181,8 @@ def test_heads_learn_scores_every_run_on_the_held_out_set():
     assert spread["one_match_min"] == matching.min().item()
     assert spread["one_match_max"] == matching.max().item()
     assert spread["one_solved"] == (matching >= 0.9).sum().item()
+    two = (runs.accuracy[:, 1] >= 0.9).sum().item()  # the 2-head runs
+    assert spread["two_solved"] == two
     inside = dataclasses.replace(
         runs,
         settings=((1e-3, 1), (1e-2, 2), (1e-1, 3)),

@@ -334,7 +334,9 @@ class HeadsLearn:
             # the one-head runs' spread on the matching questions
             "one_match_min": self.one_head_accuracy[:, 1].min().item(),
             "one_match_max": self.one_head_accuracy[:, 1].max().item(),
+            # runs answering 90% or more of the matching questions
             "one_solved": (self.one_head_accuracy[:, 1] >= 0.9).sum().item(),
+            "two_solved": (self.accuracy[:, 1] >= 0.9).sum().item(),
             "one_lr": self.one_head_setting[0] if self.n_settings else 0,
             "one_steps": self.one_head_setting[1] if self.n_settings else 0,
             "n_settings": self.n_settings,

@@ -5,7 +5,7 @@ import html
 import matplotlib.pyplot as plt
 import numpy as np
 
-from ..experiments.jobs import determiner_noun
+from ..experiments.jobs import PARKING, determiner_noun
 from ..experiments.realheads import checks_won
 from .sharing import markdown_table
 
@@ -111,7 +111,8 @@ def table(jobs, detail=False):
     """The gallery as a Markdown table, one row per job: its best head and
     that head's held-out score beside three baselines: an even spread, the
     median head and what the best fixed distance scores
-    (`jobs.fixed_distance`). detail=True gives instead the score's 95%
+    (`jobs.fixed_distance`), left out for `PARKING`'s tokens, which stand
+    in fixed places. detail=True gives instead the score's 95%
     interval, the job's bar, whether the head does the job (`verdict`, in
     `DOES`' words), the head's hit rate (`Job.hits`), what the best fixed
     distance scores, and whether the hit rate beats it (`PLACE_BEATEN`)."""
@@ -127,6 +128,9 @@ def table(jobs, detail=False):
         if job.inputs != "sentences":
             name += f" (on {html.escape(job.inputs)})"
         place = f"{job.place:.2f}"
+        fixed = job.name in PARKING  # place alone finds [CLS] and [SEP]
+        if fixed:
+            place = "n/a: a fixed place"
         if detail:
             does = DOES[verdict(job)]
             if job.does_job and job.common:  # the median head looks there
@@ -134,7 +138,9 @@ def table(jobs, detail=False):
             score = f"{job.held_out:.3f} ({job.low:.3f}–{job.high:.3f})"
             hits = f"{job.hits:.2f} ({job.hits_low:.2f}–{job.hits_high:.2f})"
             beats = "–"  # a Job made without hit rates
-            if not np.isnan([job.hits_low, job.place]).any():
+            if fixed:
+                beats = "n/a"
+            elif not np.isnan([job.hits_low, job.place]).any():
                 beats = PLACE_BEATEN[job.hits_vs_place]
             row = [name, score, f"{job.bar:.2f}", does, hits, place]
             rows.append(row + [beats])
@@ -306,7 +312,7 @@ def page_verdicts(study, first, checkpoint):
             "above",
             (int(study.flies.pattern_holds), 0),
             {
-                True: "a pattern place alone could give",
+                True: "a pattern that word positions alone could give",
                 False: "no clear pattern",
             },
         ),
