@@ -190,7 +190,9 @@ def test_heads_learn_scores_every_run_on_the_held_out_set():
     assert not inside.setting_at_edge  # neither the lowest rate nor most steps
     assert inside.numbers(config)["one_edge"] == "inside those tried"
     edge = dataclasses.replace(inside, one_head_setting=(1e-2, 3))
-    assert edge.numbers(config)["one_edge"] == "at the edge of those tried"
+    assert edge.numbers(config)["one_edge"] == (
+        "at the lowest rate or the most steps tried"
+    )
     assert runs.accuracy.shape == (2, 2) and runs.after.shape == (2, 2, 2)
     ids, _, partner, _ = runs.held_out
     assert ids.shape == (32, config.num_tokens)

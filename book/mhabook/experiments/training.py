@@ -420,7 +420,8 @@ def previous_only_accuracy(partner, num_digits):
 # recipe first. `tune_one_head` tries each on TUNE_SEEDS seeds of their own.
 ONE_HEAD_SETTINGS = ((1e-2, 400), (3e-3, 400), (1e-2, 1200), (3e-3, 1200))
 # Where the one head's best setting lies among those tried (`HeadsLearn`).
-EDGE = {True: "at the edge of those tried", False: "inside those tried"}
+EDGE = {True: "at the lowest rate or the most steps tried"}
+EDGE[False] = "inside those tried"
 TUNE_SEEDS = 3
 
 

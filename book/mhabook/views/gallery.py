@@ -312,7 +312,7 @@ def page_verdicts(study, first, checkpoint):
             "above",
             (int(study.flies.pattern_holds), 0),
             {
-                True: "a pattern that word positions alone could give",
+                True: "a pattern that positions alone could give",
                 False: "no clear pattern",
             },
         ),
