@@ -464,6 +464,7 @@ def test_the_study_runs_on_a_random_bert_and_finds_no_job_there(tmp_path):
         "grammar_rival_side",
         "grammar_ahead",
         "grammar_after_side",
+        "grammar_share_place",
         "first_look",
         "flies_draws",
         "upper_subject_box",

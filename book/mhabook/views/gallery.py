@@ -254,6 +254,15 @@ AFTER = {True: "The head may just look ahead"}
 AFTER[False] = "The head stops at the noun"
 
 
+# The grammar head's held-out share against the best fixed distance's
+# (`Job.share_vs_place`), for the opening box beside its hit rate.
+SHARE_PLACE = {
+    "more": "By share, it beats every fixed distance",
+    "same": "By share, it ties a fixed distance",
+    "less": "By share, a fixed distance beats it",
+}
+
+
 # Which model the page reads: the bundled one or another.
 MODEL = {True: "a sentence encoder, not the source's BERT-base"}
 MODEL[False] = "the loaded model"
@@ -305,6 +314,12 @@ def page_verdicts(study, first, checkpoint):
             "above",
             (study.grammar_after, grammar.held_out / 2),
             AFTER,
+        ),
+        (
+            "grammar_share_place",
+            "compare",
+            (grammar.low, grammar.high, grammar.place, grammar.place),
+            SHARE_PLACE,
         ),
         ("first_look", "above", (study.on_pair(first), 0.5), look),
         (
