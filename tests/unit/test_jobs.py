@@ -212,7 +212,8 @@ def test_the_figure_and_table_show_each_job():
     assert rows[4].startswith("| same word, other sentence (on pairs) |")
     # [CLS] and [SEP] stand in fixed places: no fixed distance beside them
     fixed = "| n/a: a fixed place |"
-    assert [row.endswith(fixed) for row in rows[2:]] == [0, 0, 0, 1, 1]
+    parked = [row.endswith(fixed) for row in rows[2:]]
+    assert parked == [False, False, False, True, True]
     detail = gallery.table(found, detail=True).data.splitlines()
     assert detail[5].endswith(fixed + " n/a |")  # the [CLS] row
     assert detail[0].endswith(
