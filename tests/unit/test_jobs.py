@@ -229,6 +229,7 @@ def test_the_figure_and_table_show_each_job():
     beyond = dataclasses.replace(found[0], hits_low=0.9, place=0.5)
     assert gallery.table([beyond], detail=True).data.endswith("| yes |")
     # the exercise's solution: the held-out score against place
+    assert beyond.against_place == (beyond.low, beyond.high, 0.5, 0.5)
     words = gallery.exercise_words(beyond)
     assert words == {"mine_vs_place": "the head beats place alone"}
     tied = dataclasses.replace(beyond, place=1.0)  # its interval reaches 1

@@ -204,10 +204,17 @@ class Job:
         return self.low > self.bar
 
     @property
+    def against_place(self):
+        """(low, high, place, place): its held-out interval against the
+        best fixed distance's score, as `verdicts.compare` (and the page's
+        "compare" verdicts) take them."""
+        return self.low, self.high, self.place, self.place
+
+    @property
     def share_vs_place(self):
-        """'more', 'same' or 'less': its held-out interval against the best
-        fixed distance's score (`place`), as `verdicts.compare` puts it."""
-        return compare(self.low, self.high, self.place, self.place)
+        """'more', 'same' or 'less': `against_place`, as `verdicts.compare`
+        puts it."""
+        return compare(*self.against_place)
 
     @property
     def hits_vs_place(self):

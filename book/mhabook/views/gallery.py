@@ -315,12 +315,7 @@ def page_verdicts(study, first, checkpoint):
             (study.grammar_after, grammar.held_out / 2),
             AFTER,
         ),
-        (
-            "grammar_share_place",
-            "compare",
-            (grammar.low, grammar.high, grammar.place, grammar.place),
-            SHARE_PLACE,
-        ),
+        ("grammar_share_place", "compare", grammar.against_place, SHARE_PLACE),
         ("first_look", "above", (study.on_pair(first), 0.5), look),
         (
             "flies_draws",  # the pattern, held out
