@@ -255,7 +255,7 @@ AFTER[False] = "The head stops at the noun"
 
 
 # The grammar head's held-out share against the best fixed distance's
-# (`Job.share_vs_place`), for the opening box beside its hit rate.
+# (`Job.share_vs_place`), for section 4.3 beside its hit rate.
 SHARE_PLACE = {
     "more": "By share, it beats every fixed distance",
     "same": "By share, it ties a fixed distance",
