@@ -81,9 +81,15 @@ FEWER_REPEATS = change(
     "r = costs.head_costs_results(", "repeats=15", "repeats=3"
 )
 
-# heads_learn's main study with 3 seeds, not 12: an exercise below it
-# needs its runs, not their count.
-FEWER_SEEDS = change("runs = tr.heads_learn(", "range(12)", "range(3)")
+# heads_learn's main study with 3 seeds, not 12, and one short setting for
+# the one head, not its search: an exercise below it needs its runs, not
+# their count.
+QUICK_ONE_HEAD = "steps=400, one_head=((1e-2, 400),))"
+FEWER_SEEDS = change(
+    "runs = tr.heads_learn(",
+    "seeds=range(12), steps=400)",
+    "seeds=range(3), " + QUICK_ONE_HEAD,
+)
 # heads_needed's measurements on 5 sentences, 8 rows and one random order
 FEWER_SENTENCES = change(
     "result = pr.heads_needed_results(",
@@ -1041,7 +1047,13 @@ EDITS = [
     Edit(
         "heads_learn",
         "50 training steps",
-        (change("runs = tr.heads_learn(", "steps=400", "steps=50"),),
+        (
+            change(
+                "runs = tr.heads_learn(",
+                "steps=400)",
+                QUICK_ONE_HEAD.replace("steps=400", "steps=50"),
+            ),
+        ),
         until="note_unless(runs.split[0]",
         notes=True,
     ),
@@ -1232,7 +1244,7 @@ EDITS = [
         "the blend's values 12 wide, split between two heads",
         (
             change(
-                "V0, V1 = V.chunk(2, dim=-1)",
+                "halves = V.chunk(2, dim=-1)",
                 "torch.randn(len(tokens), 8)",
                 "torch.randn(len(tokens), 12)",
             ),
@@ -1822,6 +1834,7 @@ def setup():
     memoize(realheads, "testing_results")
     memoize(sharing, "sharing_results")
     memoize(training, "heads_learn")
+    memoize(training, "train_runs")  # the one head's search, once
 setup()
 """
 

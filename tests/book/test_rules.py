@@ -102,8 +102,20 @@ def test_the_stated_reading_time_is_the_counted_one(reading):
         reading[page]["minutes"]
         for page in prose_of(reading, part("The chapter"))
     )
+    folded = sum(
+        reading[page]["fold"] / 200
+        for page in prose_of(reading, part("The chapter"))
+    )
+    text = (BOOK / "index.md").read_text()
+    (more,) = map(int, re.findall(r"add about (\d+) minutes more", text))
+    assert abs(more - folded) <= 5, (
+        f"index.md says its folded sections add about {more} minutes; they "
+        f"count {folded:.0f} (tests/tools/reading_counts.py): say about "
+        f"{5 * round(folded / 5)}"
+    )
     for path in (BOOK / "index.md", ROOT / "README.md"):
-        stated = re.findall(r"about (\d+) minutes", path.read_text())
+        stated = re.findall(r"about (\d+) minutes,", path.read_text())
+        stated += re.findall(r"about (\d+) minutes\)", path.read_text())
         assert stated, f"{path.name} does not say 'about N minutes' of reading"
         for n in map(int, stated):
             assert abs(n - minutes) <= 5, (

@@ -17,6 +17,9 @@ from mhabook.experiments.training import TinyConfig, heads_learn  # noqa: E402
 from mhabook.views import first_pages  # noqa: E402
 from mhabook.views.plotting import BLOCK_PARTS  # noqa: E402
 
+# one short one-head setting: the default search trains for minutes
+QUICK = ((1e-2, 2),)
+
 
 @pytest.fixture(autouse=True)
 def close_figures():
@@ -26,7 +29,7 @@ def close_figures():
 
 @pytest.fixture(scope="module")
 def runs():
-    return heads_learn(TinyConfig(), seeds=[0, 1, 2], steps=2, held_out_size=8)
+    return heads_learn(TinyConfig(), [0, 1, 2], 2, 8, one_head=QUICK)
 
 
 def test_one_run_is_drawn_before_and_after_per_head(runs):
@@ -46,7 +49,7 @@ def test_one_run_is_drawn_before_and_after_per_head(runs):
 
 
 def test_every_run_is_a_column_and_the_worst_run_is_drawn():
-    runs = heads_learn(TinyConfig(), seeds=[0, 1, 2], steps=2, held_out_size=8)
+    runs = heads_learn(TinyConfig(), [0, 1, 2], 2, 8, one_head=QUICK)
     runs.accuracy[:] = torch.tensor([[1.0, 1.0], [1.0, 0.38], [1.0, 0.9]])
     fig = first_pages.seed_runs(runs, TinyConfig())
     grid = fig.axes[0]
@@ -102,3 +105,23 @@ def test_the_encoder_block_figure_matches_bert():
 def test_a_run_that_was_not_trained_is_refused(runs, run):
     with pytest.raises(ValueError, match="pick 0 to 2"):
         first_pages.heads_learned(runs, TinyConfig(), run=run)
+
+
+def test_the_tuning_table_gives_each_setting_its_score_and_marks_the_best():
+    settings = ((1e-2, 1), (1e-3, 2))
+    runs = heads_learn(
+        TinyConfig(), seeds=[0], steps=1, held_out_size=8, one_head=settings
+    )
+    rows = first_pages.tuning_table(runs).data.splitlines()
+    best = runs.setting_scores.index(max(runs.setting_scores))
+    assert len(rows) == 2 + len(settings)
+    for row, (lr, steps), score in zip(
+        rows[2:], settings, runs.setting_scores
+    ):
+        assert row.startswith(f"| {lr:g} | {steps:,} | {score:.1%} |")
+    assert [row.endswith("| yes |") for row in rows[2:]] == [
+        i == best for i in range(len(settings))
+    ]
+    none = dataclasses.replace(runs, settings=(), setting_scores=())
+    with pytest.raises(ValueError, match="one_head=\\(\\)"):
+        first_pages.tuning_table(none)

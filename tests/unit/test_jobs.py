@@ -204,7 +204,9 @@ def test_the_figure_and_table_show_each_job():
     found[2].inputs = "pairs"
     rows = gallery.table(found).data.splitlines()
     assert len(rows) == 2 + len(found)
-    assert rows[2] == "| previous word | 1, 2 | 1.00 | 0.12 | 0.12 | 1.00 |"
+    # previous and next word are a fixed distance: the job is one
+    itself = "| 1.00: the job is one |"
+    assert rows[2] == "| previous word | 1, 2 | 1.00 | 0.12 | 0.12 " + itself
     assert rows[0].endswith(
         "| best head (layer, head) | held-out score | even spread | "
         "median head | fixed distance |"
@@ -223,22 +225,23 @@ def test_the_figure_and_table_show_each_job():
     # the planted head hits every target, as the previous token does
     assert detail[2] == (
         "| previous word | 1.000 (1.000–1.000) | 0.56 | yes "
-        "| 1.00 (1.00–1.00) | 1.00 | too close to tell |"
+        "| 1.00 (1.00–1.00) | 1.00: the job is one | n/a |"
     )
     assert "| 0.56 | no |" in detail[3]
     beyond = dataclasses.replace(found[0], hits_low=0.9, place=0.5)
+    beyond.name = "mine"  # a job of one's own, not one of DISTANCE_JOBS
     assert gallery.table([beyond], detail=True).data.endswith("| yes |")
     # the exercise's solution: the held-out score against place
     assert beyond.against_place == (beyond.low, beyond.high, 0.5, 0.5)
+    no_hits = dataclasses.replace(beyond, hits_low=float("nan"))
+    assert gallery.table([no_hits], detail=True).data.endswith("| – |")
     words = gallery.exercise_words(beyond)
     assert words == {"mine_vs_place": "the head beats place alone"}
     tied = dataclasses.replace(beyond, place=1.0)  # its interval reaches 1
     assert gallery.exercise_words(tied, "it") == {
         "it_vs_place": "too close to tell from place alone"
     }
-    below = dataclasses.replace(
-        found[0], hits_low=0.3, hits_high=0.4, place=0.5
-    )
+    below = dataclasses.replace(beyond, hits_low=0.3, hits_high=0.4, place=0.5)
     assert gallery.table([below], detail=True).data.endswith("| no |")
     lower = dataclasses.replace(below, low=0.2, high=0.3)  # its share too
     place = gallery.exercise_words(lower, "it")["it_vs_place"]
@@ -338,6 +341,10 @@ def test_jobs_done_counts_word_jobs_and_leaves_out_parking():
     assert study.jobs_beyond == 0  # neither beats place: its score is nan
     study.grammar = dataclasses.replace(study.grammar, place=0.9)
     assert study.jobs_beyond == 1  # 0.98, its low end, above place
+    study.jobs[0] = dataclasses.replace(study.jobs[0], place=0.5)
+    assert study.jobs[0].beats_place  # next word, above a low place score
+    assert study.jobs_beyond == 1  # but next word is a fixed distance
+    assert [job.name for job in study.other_jobs_done] == [jobs.GRAMMAR]
     names = ["next word", jobs.GRAMMAR]
     assert [job.name for job in study.word_jobs] == names
     assert study.job("[CLS]") is done

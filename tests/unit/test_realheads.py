@@ -877,7 +877,7 @@ def test_the_page_tables_section_4s_gallery_with_its_verdicts():
     rows = {row.split("|")[1].strip(): row.split("|") for row in lines}
     assert rows["previous word"][4].strip() == "yes"  # does the job?
     assert rows["next word"][4].strip() == "beats the baselines, not the bar"
-    assert rows["next word"][-2].strip() == "–"  # made without hit rates
+    assert rows["next word"][-2].strip() == "n/a"  # a fixed distance itself
 
 
 def test_the_page_states_every_glued_name_and_glues_every_stated_one():

@@ -175,8 +175,10 @@ def test_heads_learn_scores_every_run_on_the_held_out_set():
     )
     assert runs.seeds == (0, 1) and runs.steps == 2
     assert runs.one_head_setting == (1e-2, 2) and runs.n_settings == 1
-    assert runs.setting_at_edge  # one setting: its own edge
+    assert runs.setting_at_edge == (True, True)  # one setting: its own edge
+    assert len(runs.setting_scores) == 1
     spread = runs.numbers(config)  # the one-head runs, run by run
+    assert spread["one_tuned"] == runs.setting_scores[0]  # its one setting
     matching = runs.one_head_accuracy[:, 1]
     assert spread["one_match_min"] == matching.min().item()
     assert spread["one_match_max"] == matching.max().item()
@@ -187,11 +189,15 @@ def test_heads_learn_scores_every_run_on_the_held_out_set():
         runs,
         settings=((1e-3, 1), (1e-2, 2), (1e-1, 3)),
     )
-    assert not inside.setting_at_edge  # neither the lowest rate nor most steps
+    # neither the lowest rate nor the most steps
     assert inside.numbers(config)["one_edge"] == "inside those tried"
     edge = dataclasses.replace(inside, one_head_setting=(1e-2, 3))
-    assert edge.numbers(config)["one_edge"] == (
-        "at the lowest rate or the most steps tried"
+    assert edge.numbers(config)["one_edge"] == "at the most steps tried"
+    edge = dataclasses.replace(inside, one_head_setting=(1e-3, 2))
+    assert edge.numbers(config)["one_edge"] == "at the lowest rate tried"
+    corner = dataclasses.replace(inside, settings=((1e-2, 2), (1e-1, 1)))
+    assert corner.numbers(config)["one_edge"] == (
+        "at the lowest rate and the most steps tried"
     )
     assert runs.accuracy.shape == (2, 2) and runs.after.shape == (2, 2, 2)
     ids, _, partner, _ = runs.held_out
@@ -306,11 +312,10 @@ def test_the_one_head_control_is_tuned_on_seeds_and_sequences_of_its_own():
     config = TinyConfig()
     validation = make_batch(config, 64, torch.Generator().manual_seed(99))
     settings = ((1e-2, 1), (1e-2, 150))  # one step learns next to nothing
-    assert tune_one_head(config, [20, 21], validation, settings) == settings[1]
-    assert (
-        tune_one_head(config, [20, 21], validation, settings[:1])
-        == (settings[0])
-    )
+    few, many = tune_one_head(config, [20, 21], validation, settings)
+    assert many > few  # one score per setting, in their order
+    (alone,) = tune_one_head(config, [20, 21], validation, settings[:1])
+    assert alone == few  # the same seeds and sequences give the same score
     runs = heads_learn(
         config, seeds=[0], steps=1, held_out_size=8, one_head=()
     )

@@ -99,10 +99,13 @@ TARGETS = {
 # The job measured on book/data/noun_phrases.tsv, where a determiner's noun
 # sits past one or more adjectives, so no one fixed distance finds every noun.
 GRAMMAR = "determiner → its noun"
-# Targets that are not words: heads may park attention there when their
-# job does not apply (Clark et al. 2019, section 3.2), so a head that does
-# one is not counted among the heads with a job of reading.
+# Targets that are not words: many heads put much of their attention there
+# (Clark et al. 2019, section 3.2, suggest [SEP] serves as a no-op), so a
+# head that does one is not counted among the heads with a job of reading.
 PARKING = ("[CLS]", "[SEP]")
+# Jobs that are a fixed distance themselves (one word back, one on): the
+# best fixed distance does them by definition, so no head can beat it there.
+DISTANCE_JOBS = ("previous word", "next word")
 # A job is done clearly when the held-out interval's low end closes this
 # share of the gap from the higher baseline to 1 (all attention on the
 # targets): a bar under 1 for any baseline under 1, so a share can reach it
@@ -574,10 +577,20 @@ class RealHeads:
         return sum(job.does_job for job in self.word_jobs)
 
     @property
+    def other_jobs_done(self):
+        """The jobs counted by `jobs_done` that are not `DISTANCE_JOBS`:
+        those whose head a fixed distance could fail to match."""
+        return [
+            job
+            for job in self.word_jobs
+            if job.does_job and job.name not in DISTANCE_JOBS
+        ]
+
+    @property
     def jobs_beyond(self):
-        """How many of the jobs counted by `jobs_done` have a head that
-        also beats the best fixed distance by share (`Job.beats_place`)."""
-        return sum(j.does_job and j.beats_place for j in self.word_jobs)
+        """How many of `other_jobs_done` have a head that also beats the
+        best fixed distance by share (`Job.beats_place`)."""
+        return sum(job.beats_place for job in self.other_jobs_done)
 
     @property
     def grammar_rows(self):

@@ -26,6 +26,7 @@ from ..layers.many_heads import MultiHeadAttention
 
 JOBS = ("previous token", "matching token")
 IGNORE = -100  # cross_entropy's ignore_index: no answer here
+LR = 1e-2  # Adam's learning rate, unless a run is given another
 
 
 @dataclass(frozen=True)
@@ -157,7 +158,7 @@ def loss_and_accuracy(model, batch):
     )
 
 
-def train(model, config, steps=600, batch_size=64, lr=1e-2, seed=0):
+def train(model, config, steps=600, batch_size=64, lr=LR, seed=0):
     """Adam on both jobs at once; returns the loss of every step.
 
     Seeded and run on one thread, so every run gives the same numbers.
@@ -180,7 +181,7 @@ def train(model, config, steps=600, batch_size=64, lr=1e-2, seed=0):
     return losses
 
 
-def train_runs(config, seeds, steps=400, batch_size=64, lr=1e-2):
+def train_runs(config, seeds, steps=400, batch_size=64, lr=LR):
     """Train one TinyAttentionModel per seed, side by side.
 
     Run s starts from `torch.manual_seed(s)` and draws its batches from a
@@ -248,6 +249,8 @@ class HeadsLearn:
     # (`tune_one_head`); () when none were tried
     one_head_setting: tuple = ()
     settings: tuple = ()
+    # each setting's validation score (`tune_one_head`), in `settings`' order
+    setting_scores: tuple = ()
 
     @property
     def n_settings(self):
@@ -256,13 +259,14 @@ class HeadsLearn:
 
     @property
     def setting_at_edge(self):
-        """The one head's best setting has the lowest learning rate or the
-        most steps tried: a wider search might find a better one."""
+        """(lowest rate, most steps): whether the one head's best setting
+        has the lowest learning rate tried, and the most steps; at either
+        edge, a wider search might find a better one."""
         if not self.settings:
-            return False
+            return False, False
         lr, steps = self.one_head_setting
         rates, counts = zip(*self.settings)
-        return lr == min(rates) or steps == max(counts)
+        return lr == min(rates), steps == max(counts)
 
     @property
     def job(self):
@@ -337,9 +341,12 @@ class HeadsLearn:
             # runs answering 90% or more of the matching questions
             "one_solved": (self.one_head_accuracy[:, 1] >= 0.9).sum().item(),
             "two_solved": (self.accuracy[:, 1] >= 0.9).sum().item(),
+            "two_lr": LR,  # the two heads' learning rate: train_runs'
             "one_lr": self.one_head_setting[0] if self.n_settings else 0,
             "one_steps": self.one_head_setting[1] if self.n_settings else 0,
             "n_settings": self.n_settings,
+            # the chosen setting's score on the tuning seeds' validation
+            "one_tuned": max(self.setting_scores, default=float("nan")),
             "one_edge": EDGE[self.setting_at_edge],
             "tune_seeds": TUNE_SEEDS,
             "previous_floor": self.previous_floor,
@@ -418,17 +425,28 @@ def previous_only_accuracy(partner, num_digits):
 
 # The one-head control's (learning rate, steps) settings: the two-head
 # recipe first. `tune_one_head` tries each on TUNE_SEEDS seeds of their own.
-ONE_HEAD_SETTINGS = ((1e-2, 400), (3e-3, 400), (1e-2, 1200), (3e-3, 1200))
-# Where the one head's best setting lies among those tried (`HeadsLearn`).
-EDGE = {True: "at the lowest rate or the most steps tried"}
-EDGE[False] = "inside those tried"
-TUNE_SEEDS = 3
+ONE_HEAD_SETTINGS = (
+    (1e-2, 400),
+    (3e-3, 1200),
+    (1e-3, 1200),
+    (3e-3, 2400),
+    (3e-3, 4800),
+)
+# Where the one head's best setting lies among those tried, by whether it
+# has the lowest rate and the most steps (`HeadsLearn.setting_at_edge`).
+EDGE = {
+    (False, False): "inside those tried",
+    (True, False): "at the lowest rate tried",
+    (False, True): "at the most steps tried",
+    (True, True): "at the lowest rate and the most steps tried",
+}
+TUNE_SEEDS = 6  # a run of one head may solve the task or stall, by seed
 
 
 def tune_one_head(config, seeds, validation, settings=ONE_HEAD_SETTINGS):
-    """(learning rate, steps): of `settings`, the one whose one-head runs
-    from `seeds` answer the most of `validation`'s questions (a batch from
-    `make_batch`), the two jobs averaged."""
+    """[score, ...], one per setting of `settings` (learning rate, steps):
+    how much of `validation`'s questions (a batch from `make_batch`) the
+    one-head runs from `seeds` answer, the two jobs averaged."""
     one = dataclasses.replace(config, num_attention_heads=1)
 
     def score(setting):
@@ -438,7 +456,7 @@ def tune_one_head(config, seeds, validation, settings=ONE_HEAD_SETTINGS):
             found = [loss_and_accuracy(m, validation)[1] for m in models]
         return torch.tensor(found).mean().item()
 
-    return max(settings, key=score)
+    return [score(setting) for setting in settings]
 
 
 def heads_learn(
@@ -483,10 +501,11 @@ def heads_learn(
         for s in (apart, apart + 1)
     )
     ids, _, partner, _ = held_out
-    setting, ones = (), []
+    setting, ones, scores = (), [], []
     if one_head:  # tuned on seeds and sequences of its own
         tune = range(apart + 2, apart + 2 + TUNE_SEEDS)
-        setting = tune_one_head(config, tune, validation, one_head)
+        scores = tune_one_head(config, tune, validation, one_head)
+        setting = one_head[scores.index(max(scores))]
         one = dataclasses.replace(config, num_attention_heads=1)
         _, ones, _ = train_runs(one, seeds, setting[1], lr=setting[0])
     with torch.no_grad():
@@ -511,4 +530,5 @@ def heads_learn(
         one_head_accuracy=torch.as_tensor(one_head_accuracy),
         one_head_setting=setting,
         settings=tuple(one_head),
+        setting_scores=tuple(scores),
     )

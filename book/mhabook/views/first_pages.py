@@ -1,6 +1,6 @@
 """Figures of "Many heads, one layer" drawn from its record: the tiny
 model's heads before and after training, and every training run at once.
-Each function returns its Figure."""
+Each function returns its Figure or its Markdown."""
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -9,6 +9,7 @@ import torch
 from ..checks import _whole  # a whole number, not a bool
 from ..experiments.training import JOBS, token_names
 from .plotting import attention_grid
+from .sharing import markdown_table
 
 
 def _maps(model, ids):
@@ -76,3 +77,21 @@ def seed_runs(runs, config):
     axes[0].set_ylabel("query (attending)")
     bottom.colorbar(image, ax=axes, shrink=0.8, label="attention weight")
     return fig
+
+
+def tuning_table(runs):
+    """The one head's settings (`HeadsLearn.settings`) as a Markdown table:
+    each setting's learning rate, steps and validation score (both jobs
+    averaged, `tune_one_head`), the one the runs used marked."""
+    if not runs.settings:
+        raise ValueError(
+            "these runs tried no one-head settings (one_head=()): run "
+            "tr.heads_learn with its default one_head to fill the table"
+        )
+    header = ["learning rate", "steps", "validation score", "chosen"]
+    rows = [
+        [f"{lr:g}", f"{steps:,}", f"{score:.1%}"]
+        + ["yes" if (lr, steps) == runs.one_head_setting else ""]
+        for (lr, steps), score in zip(runs.settings, runs.setting_scores)
+    ]
+    return markdown_table(header, rows)

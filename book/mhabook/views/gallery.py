@@ -5,7 +5,7 @@ import html
 import matplotlib.pyplot as plt
 import numpy as np
 
-from ..experiments.jobs import PARKING, determiner_noun
+from ..experiments.jobs import DISTANCE_JOBS, PARKING, determiner_noun
 from ..experiments.realheads import checks_won
 from .sharing import markdown_table
 
@@ -112,9 +112,10 @@ def table(jobs, detail=False):
     that head's held-out score beside three baselines: an even spread, the
     median head and what the best fixed distance scores
     (`jobs.fixed_distance`), left out for `PARKING`'s tokens, which stand
-    in fixed places. detail=True gives instead the score's 95%
-    interval, the job's bar, whether the head does the job (`verdict`, in
-    `DOES`' words), the head's hit rate (`Job.hits`), what the best fixed
+    in fixed places, and marked for `DISTANCE_JOBS`, which are one.
+    detail=True gives instead the score's 95% interval, the job's bar,
+    whether the head does the job (`verdict`, in `DOES`' words), the
+    head's hit rate (`Job.hits`), what the best fixed
     distance scores, and whether the hit rate beats it (`PLACE_BEATEN`)."""
     header = ["job", "best head (layer, head)", "held-out score"]
     header += ["even spread", "median head", "fixed distance"]
@@ -131,6 +132,9 @@ def table(jobs, detail=False):
         fixed = job.name in PARKING  # place alone finds [CLS] and [SEP]
         if fixed:
             place = "n/a: a fixed place"
+        itself = job.name in DISTANCE_JOBS  # the job is a fixed distance
+        if itself:
+            place += ": the job is one"
         if detail:
             does = DOES[verdict(job)]
             if job.does_job and job.common:  # the median head looks there
@@ -138,7 +142,7 @@ def table(jobs, detail=False):
             score = f"{job.held_out:.3f} ({job.low:.3f}–{job.high:.3f})"
             hits = f"{job.hits:.2f} ({job.hits_low:.2f}–{job.hits_high:.2f})"
             beats = "–"  # a Job made without hit rates
-            if fixed:
+            if fixed or itself:
                 beats = "n/a"
             elif not np.isnan([job.hits_low, job.place]).any():
                 beats = PLACE_BEATEN[job.hits_vs_place]
@@ -245,8 +249,8 @@ RIVAL[False] = "The determiner looks at it most"
 # determiner) still give it at least twice an even share: a head that does
 # the job in part by looking ahead to the next noun.
 AHEAD = {
-    True: "It partly looks ahead to the noun",
-    False: "Little of it looks ahead",
+    True: "The head partly looks ahead",
+    False: "The head hardly looks ahead",
 }
 # Whether the token just past the noun gets at least half the noun's share
 # of the determiner's attention: a head that looked a few tokens ahead would.
@@ -255,7 +259,7 @@ AFTER[False] = "The head stops at the noun"
 
 
 # The grammar head's held-out share against the best fixed distance's
-# (`Job.share_vs_place`), for section 4.3 beside its hit rate.
+# (`Job.share_vs_place`), for the box and section 4.3, beside its hit rate.
 SHARE_PLACE = {
     "more": "By share, it beats every fixed distance",
     "same": "By share, it ties a fixed distance",
@@ -276,9 +280,10 @@ def page_verdicts(study, first, checkpoint):
     count = f"{done} {'has' if done == 1 else 'have'}"
     have = {"none": "none has", "some": count, "most": count}
     have["all"] = "each has"
-    k = study.jobs_beyond  # of those `done`, the heads that beat place
+    k = study.jobs_beyond  # of the other jobs done, the heads beyond place
+    other = len(study.other_jobs_done)
     beyond = {"none": "none beats", "all": "each beats"}
-    beyond["some"] = f"{k} of the {done} {'beat' + 's' * (k == 1)}"
+    beyond["some"] = f"{k} of the {other} {'beat' + 's' * (k == 1)}"
     beyond["most"] = beyond["some"]
     look = {True: "mostly there", False: "mostly elsewhere"}
     grammar, top = study.grammar, study.grammar_numbers()
@@ -287,7 +292,7 @@ def page_verdicts(study, first, checkpoint):
     return [
         ("model_phrase", "above", (int(checkpoint.is_bundled), 0), MODEL),
         ("jobs_done", "how_many", (done, len(study.word_jobs)), have),
-        ("jobs_beyond", "how_many", (study.jobs_beyond, done), beyond),
+        ("jobs_beyond", "how_many", (k, other), beyond),
         (
             "grammar_place",  # determiners whose noun is its top token
             "above",
