@@ -1240,19 +1240,6 @@ EDITS = [
         at='glue("dropout_p"',
     ),
     Edit(
-        "many_heads",
-        "the blend's values 12 wide, split between two heads",
-        (
-            change(
-                "halves = V.chunk(2, dim=-1)",
-                "torch.randn(len(tokens), 8)",
-                "torch.randn(len(tokens), 12)",
-            ),
-        ),
-        until='glue("blur_arrow"',
-        notes=False,
-    ),
-    Edit(
         "real_heads",
         "the held-out head scored on the half that chose it",
         (
