@@ -341,7 +341,7 @@ class HeadsLearn:
             # runs answering 90% or more of the matching questions
             "one_solved": (self.one_head_accuracy[:, 1] >= 0.9).sum().item(),
             "two_solved": (self.accuracy[:, 1] >= 0.9).sum().item(),
-            "two_lr": LR,  # the two heads' learning rate: train_runs'
+            "two_lr": LR,  # the two heads' rate, train_runs' default
             "one_lr": self.one_head_setting[0] if self.n_settings else 0,
             "one_steps": self.one_head_setting[1] if self.n_settings else 0,
             "n_settings": self.n_settings,
