@@ -179,6 +179,8 @@ def test_heads_learn_scores_every_run_on_the_held_out_set():
     assert len(runs.setting_scores) == 1
     spread = runs.numbers(config)  # the one-head runs, run by run
     assert spread["one_tuned"] == runs.setting_scores[0]  # its one setting
+    both = runs.one_head_accuracy.mean().item()  # the runs, jobs averaged
+    assert spread["one_both"] == both
     matching = runs.one_head_accuracy[:, 1]
     assert spread["one_match_min"] == matching.min().item()
     assert spread["one_match_max"] == matching.max().item()

@@ -345,8 +345,10 @@ class HeadsLearn:
             "one_lr": self.one_head_setting[0] if self.n_settings else 0,
             "one_steps": self.one_head_setting[1] if self.n_settings else 0,
             "n_settings": self.n_settings,
-            # the chosen setting's score on the tuning seeds' validation
+            # the chosen setting's score on the tuning seeds' validation,
+            # and the runs' score on the held-out set, both jobs averaged
             "one_tuned": max(self.setting_scores, default=float("nan")),
+            "one_both": self.one_head_accuracy.mean().item(),
             "one_edge": EDGE[self.setting_at_edge],
             "tune_seeds": TUNE_SEEDS,
             "previous_floor": self.previous_floor,

@@ -145,7 +145,7 @@ def page_verdicts(r):
             {
                 "more": "faster than its arithmetic",
                 "less": "more slowly than its arithmetic",
-                "same": "about as fast as its arithmetic",
+                "same": "at a rate too uncertain to compare",
             },
         ),
         (
