@@ -149,8 +149,8 @@ def page_numbers(result):
         "min_rows": r.min_rows,
         "half": r.half,
         "fid_half": r.fid_half,
-        # how far half the heads removed move the embeddings, as a share of
-        # how far removing all of them does (1 - fidelity, against 1 - none)
+        # the fidelity half the heads removed lose, as a share of what
+        # removing all of them loses (1 - fidelity, against 1 - none)
         "half_moved": (1 - r.fid_half) / (1 - r.fid_none),
         "rand_low": min(r.rand_fids),
         "rand_high": max(r.rand_fids),
