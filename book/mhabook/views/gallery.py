@@ -129,11 +129,10 @@ def table(jobs, detail=False):
         if job.inputs != "sentences":
             name += f" (on {html.escape(job.inputs)})"
         place = f"{job.place:.2f}"
-        fixed = job.name in PARKING  # place alone finds [CLS] and [SEP]
-        if fixed:
+        fixed = job.name in PARKING + DISTANCE_JOBS  # place alone does it
+        if job.name in PARKING:  # [CLS] and [SEP] stand in fixed places
             place = "n/a: a fixed place"
-        itself = job.name in DISTANCE_JOBS  # the job is a fixed distance
-        if itself:
+        elif fixed:  # the job is a fixed distance
             place += ": the job is one"
         if detail:
             does = DOES[verdict(job)]
@@ -142,7 +141,7 @@ def table(jobs, detail=False):
             score = f"{job.held_out:.3f} ({job.low:.3f}–{job.high:.3f})"
             hits = f"{job.hits:.2f} ({job.hits_low:.2f}–{job.hits_high:.2f})"
             beats = "–"  # a Job made without hit rates
-            if fixed or itself:
+            if fixed:
                 beats = "n/a"
             elif not np.isnan([job.hits_low, job.place]).any():
                 beats = PLACE_BEATEN[job.hits_vs_place]
