@@ -192,7 +192,8 @@ def test_heads_learn_scores_every_run_on_the_held_out_set():
         settings=((1e-3, 1), (1e-2, 2), (1e-1, 3)),
     )
     # neither the lowest rate nor the most steps
-    assert inside.numbers(config)["one_edge"] == "inside those tried"
+    within = "within the rates and steps tried"
+    assert inside.numbers(config)["one_edge"] == within
     edge = dataclasses.replace(inside, one_head_setting=(1e-2, 3))
     assert edge.numbers(config)["one_edge"] == "at the most steps tried"
     edge = dataclasses.replace(inside, one_head_setting=(1e-3, 2))

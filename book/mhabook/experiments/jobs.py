@@ -718,6 +718,7 @@ class RealHeads:
             ].item(),
             "largest": self.largest_difference,
             "flies_layer": flies.layer,
+            "layer_heads": self.attention.shape[1],  # the search's choice
             # held out, the pairs whose "flies" weights its target(s) most
             **dict(zip(("flies_a_top", "flies_b_top", "flies_n"), tops)),
             **self.grammar_numbers(),

@@ -437,7 +437,7 @@ ONE_HEAD_SETTINGS = (
 # Where the one head's best setting lies among those tried, by whether it
 # has the lowest rate and the most steps (`HeadsLearn.setting_at_edge`).
 EDGE = {
-    (False, False): "inside those tried",
+    (False, False): "within the rates and steps tried",
     (True, False): "at the lowest rate tried",
     (False, True): "at the most steps tried",
     (True, True): "at the lowest rate and the most steps tried",

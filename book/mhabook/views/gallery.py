@@ -6,7 +6,6 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from ..experiments.jobs import DISTANCE_JOBS, PARKING, determiner_noun
-from ..experiments.realheads import checks_won
 from .sharing import markdown_table
 
 
@@ -206,17 +205,11 @@ def picture_table(flies, swapped, rival=True):
 
 
 def source_answers(study):
-    """Section 4's account of the heads closest to the source's "flies"
-    picture (`study`, a `RealHeads`), by glue name: where "flies" in A
-    looks most on the source's pair, in layer 0 (`flies_top_side`), and
-    which head fits the picture best above layer 0 (`upper_heads`): the
-    even pairs' choice, then the odd pairs' where it differs."""
+    """Section 4's account of the head closest to the source's "flies"
+    picture (`study`, a `RealHeads`), by glue name: the sentence that
+    "flies" in A looks at most on the source's pair, in layer 0."""
     side = SIDES[study.source_top_sides[0] == "B"]
-    even, odd = study.upper, study.upper_swapped  # above layer 0
-    heads = f"head {even.head} of layer {even.layer}"
-    if (odd.layer, odd.head) != (even.layer, even.head):
-        heads += f" or head {odd.head} of layer {odd.layer}"
-    return {"flies_top_side": side, "upper_heads": heads}
+    return {"flies_top_side": side}
 
 
 SIDES = {True: "in sentence B", False: "in sentence A"}
@@ -225,13 +218,6 @@ SIDES = {True: "in sentence B", False: "in sentence A"}
 BEFORE = {"none": "in neither half", "some": "in one of the two halves"}
 BEFORE["all"] = "in both halves"
 BEFORE["most"] = BEFORE["some"]  # 1 of 2
-# The same count in section 4's opening box, before "split" is defined.
-PLAIN_HALVES = {
-    "none": "on neither half of held-back pairs",
-    "some": "on one half of held-back pairs",
-    "all": "on pairs it was not chosen on",
-}
-PLAIN_HALVES["most"] = PLAIN_HALVES["some"]
 
 # Whether the grammar head finds the noun (its top token) for more
 # determiners than the best fixed distance does.
@@ -286,8 +272,6 @@ def page_verdicts(study, first, checkpoint):
     beyond["most"] = beyond["some"]
     look = {True: "mostly there", False: "mostly elsewhere"}
     grammar, top = study.grammar, study.grammar_numbers()
-    # above layer 0: the halves where "flies" in A favours its subject
-    upper_subject = checks_won((study.upper, study.upper_swapped), "less")
     return [
         ("model_phrase", "above", (int(checkpoint.is_bundled), 0), MODEL),
         ("jobs_done", "how_many", (done, len(study.word_jobs)), have),
@@ -330,5 +314,4 @@ def page_verdicts(study, first, checkpoint):
                 False: "no clear pattern",
             },
         ),
-        ("upper_subject_box", "how_many", (upper_subject, 2), PLAIN_HALVES),
     ]

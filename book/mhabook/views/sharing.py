@@ -100,9 +100,9 @@ def faster_phrases(ratio):
 
 
 SAME = {  # the stack's ratio against one layer's, widened by MATTERS
-    "same": "cannot be told apart on these repeats",
-    "more": "differ here: the stack's is larger",
-    "less": "differ here: the stack's is smaller",
+    "same": "cannot be told apart here",
+    "more": "differ, the stack's being larger",
+    "less": "differ, the stack's being smaller",
 }
 
 
@@ -153,8 +153,8 @@ def page_verdicts(r):
             "above",
             (int(t.cached_steady), 0),
             {
-                True: "rose at every length",
-                False: "did not rise at every length",
+                True: "did not fall at any length",
+                False: "fell at some length",
             },
         ),
         (
