@@ -107,6 +107,21 @@ def test_a_fixed_distance_is_chosen_on_one_half_and_scored_on_the_other():
     assert found.place < 1  # no one distance reaches every [SEP]
 
 
+def test_on_pairs_the_same_place_in_the_other_sentence_competes():
+    # "flies" stands second in both sentences: 2 -> 6 is +4 and 6 -> 2 is
+    # -4, and each is as far into the other sentence as into its own
+    job = jobs.same_word_other_sentence
+    assert jobs.fixed_distance([bare()] * 2, job) == (jobs.MIRROR, 1.0)
+    # B one token later: "flies" opens it, so no place matches; the two
+    # distances tie and the nearer, then the smaller, is kept
+    later = {**bare(), "segments": torch.tensor([0, 0, 0, 0, 0, 0, 1, 1])}
+    assert jobs.fixed_distance([later] * 2, job) == (-4, 0.5)
+    # the table names the rule that won
+    found = dataclasses.replace(job_at(0.3, 0.1, 0.05), name="same word")
+    found = dataclasses.replace(found, place=0.47, distance=jobs.MIRROR)
+    assert f"0.47: {jobs.MIRROR}" in gallery.table([found]).data
+
+
 def test_a_job_with_no_targets_is_a_clear_error():
     def nothing(ex):
         return torch.zeros(T, T, dtype=torch.bool)

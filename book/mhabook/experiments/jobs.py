@@ -263,18 +263,44 @@ def nanmean0(values):
 FEW_HELD_OUT = 8
 
 
+# The rule of place alone that pairs add to the fixed distances: each
+# word looks at the token as far into the other sentence as it stands
+# into its own, a distance that follows the first sentence's length.
+MIRROR = "same place, other sentence"
+
+
+def _mirrored(example, i, j):
+    """Whether key j stands as far into its sentence as query i does into
+    its own, in the other sentence of a pair."""
+    segments = example["segments"]
+    if segments[i] == segments[j]:
+        return False
+    b = int(segments.argmax())  # where sentence B starts; [CLS] opens A
+    into = {k: k - (b if segments[k] else 1) for k in (int(i), int(j))}
+    return into[int(i)] == into[int(j)]
+
+
+def _nearest(d):
+    """The order fixed distances are tried in: nearest first, back before
+    on at the same distance, `MIRROR` last."""
+    return (1, 0, 0) if d == MIRROR else (0, abs(d), d)
+
+
 def fixed_distance(examples, job, choose_on="even"):
     """(distance, score): the rule of place alone at `job`. Every query
     word puts all its weight on the token `distance` places on (negative:
     back), the distance that scores best on the `choose_on` examples;
-    `score` is its score on the others, averaged as a head's is. A rule
-    that looks at one token scores the share of query words it hits."""
+    `score` is its score on the others, averaged as a head's is. On
+    pairs, `MIRROR` competes too: the token as far into the other
+    sentence. A rule that looks at one token scores the share of query
+    words it hits."""
     hits = []  # per example: {distance: share of its query words hit}
     for ex in examples:
         targets = job(ex)
         n = int(targets.any(-1).sum())
         found = Counter(int(j - i) for i, j in targets.nonzero())
-        hits.append({d: c / n for d, c in found.items()} if n else None)
+        found[MIRROR] = sum(_mirrored(ex, i, j) for i, j in targets.nonzero())
+        hits.append({d: c / n for d, c in found.items() if c} if n else None)
 
     def score(rows, d):
         rows = [row for row in rows if row is not None]
@@ -283,7 +309,8 @@ def fixed_distance(examples, job, choose_on="even"):
     first = 0 if choose_on == "even" else 1
     chosen = hits[first::2]
     options = {d for row in chosen if row for d in row}
-    options = sorted(options, key=lambda d: (abs(d), d))  # nearest first
+    # nearest first, MIRROR last: a tie keeps the plainer rule
+    options = sorted(options, key=_nearest)
     if not options:
         return 0, math.nan
     distance = max(options, key=lambda d: score(chosen, d))  # ties: nearest

@@ -5,7 +5,12 @@ import html
 import matplotlib.pyplot as plt
 import numpy as np
 
-from ..experiments.jobs import DISTANCE_JOBS, PARKING, determiner_noun
+from ..experiments.jobs import (
+    DISTANCE_JOBS,
+    MIRROR,
+    PARKING,
+    determiner_noun,
+)
 from .sharing import markdown_table
 
 
@@ -133,6 +138,8 @@ def table(jobs, detail=False):
             place = "n/a: a fixed place"
         elif fixed:  # the job is a fixed distance
             place += ": the job is one"
+        elif job.distance == MIRROR:  # on pairs: as far into the other
+            place += f": {MIRROR}"
         if detail:
             does = DOES[verdict(job)]
             if job.does_job and job.common:  # the median head looks there
@@ -310,7 +317,7 @@ def page_verdicts(study, first, checkpoint):
             "above",
             (int(study.flies.pattern_holds), 0),
             {
-                True: "a pattern that positions alone could give",
+                True: "a pattern that needs no word sense",
                 False: "no clear pattern",
             },
         ),
