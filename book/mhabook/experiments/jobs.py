@@ -542,10 +542,6 @@ class RealHeads:
     source_top_at: list
     largest_difference: float  # the chapter's layers against the model's
     flies_pairs: list = ()  # the pairs of flies_pairs.tsv, run
-    # the same search in layers 1 and up, chosen on the even pairs and on
-    # the odd: where a head could use sense
-    upper: rh.FliesTest | None = None
-    upper_swapped: rh.FliesTest | None = None
 
     @property
     def presets(self):
@@ -857,6 +853,4 @@ def real_heads_results(model, tokenizer, text_a, text_b):
         source_top_at=claim.source_top_at,
         largest_difference=chapter_difference(model, hidden_states, attention),
         flies_pairs=flies,
-        upper=claim.upper,
-        upper_swapped=claim.upper_swapped,
     )
