@@ -122,6 +122,14 @@ def test_on_pairs_the_same_place_in_the_other_sentence_competes():
     assert f"0.47: {jobs.MIRROR}" in gallery.table([found]).data
 
 
+def test_the_compact_table_flags_a_job_many_heads_do():
+    common = dataclasses.replace(job_at(0.8, 0.1, 0.45), name="[CLS]")
+    assert common.does_job and common.common  # the median head: 0.45
+    assert "[CLS] (many heads look there too)" in gallery.table([common]).data
+    rare = dataclasses.replace(common, median=0.05)  # a specialist
+    assert "many heads" not in gallery.table([rare]).data
+
+
 def test_a_job_with_no_targets_is_a_clear_error():
     def nothing(ex):
         return torch.zeros(T, T, dtype=torch.bool)

@@ -132,6 +132,8 @@ def table(jobs, detail=False):
         name = html.escape(job.name)
         if job.inputs != "sentences":
             name += f" (on {html.escape(job.inputs)})"
+        if not detail and job.does_job and job.common:  # no specialist
+            name += " (many heads look there too)"
         place = f"{job.place:.2f}"
         fixed = job.name in PARKING + DISTANCE_JOBS  # place alone does it
         if job.name in PARKING:  # [CLS] and [SEP] stand in fixed places
