@@ -272,12 +272,11 @@ MIRROR = "same place, other sentence"
 def _mirrored(example, i, j):
     """Whether key j stands as far into its sentence as query i does into
     its own, in the other sentence of a pair."""
-    segments = example["segments"]
+    segments = example["segments"].tolist()
     if segments[i] == segments[j]:
         return False
-    b = int(segments.argmax())  # where sentence B starts; [CLS] opens A
-    into = {k: k - (b if segments[k] else 1) for k in (int(i), int(j))}
-    return into[int(i)] == into[int(j)]
+    b = segments.index(1)  # where sentence B starts; [CLS] opens A
+    return i - (b if segments[i] else 1) == j - (b if segments[j] else 1)
 
 
 def _nearest(d):
@@ -299,7 +298,8 @@ def fixed_distance(examples, job, choose_on="even"):
         targets = job(ex)
         n = int(targets.any(-1).sum())
         found = Counter(int(j - i) for i, j in targets.nonzero())
-        found[MIRROR] = sum(_mirrored(ex, i, j) for i, j in targets.nonzero())
+        pairs = targets.nonzero().tolist()
+        found[MIRROR] = sum(_mirrored(ex, i, j) for i, j in pairs)
         hits.append({d: c / n for d, c in found.items() if c} if n else None)
 
     def score(rows, d):

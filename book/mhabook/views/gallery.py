@@ -102,6 +102,9 @@ def verdict(job):
 # head above both baselines but not the bar does not clearly do its job.
 DOES = {"yes": "yes", "partly": "beats the baselines, not the bar"}
 DOES["no"] = "no"
+# A job whose best head does it while the median head scores at least
+# half as much (`Job.common`): no specialist, as the tables say.
+COMMON = "many heads look there too"
 # Whether a head's score beats the best fixed distance's: its interval
 # against that one number (`verdicts.compare`), as a clause.
 VS_PLACE = {
@@ -132,8 +135,9 @@ def table(jobs, detail=False):
         name = html.escape(job.name)
         if job.inputs != "sentences":
             name += f" (on {html.escape(job.inputs)})"
-        if not detail and job.does_job and job.common:  # no specialist
-            name += " (many heads look there too)"
+        common = job.does_job and job.common  # the median head looks there
+        if common and not detail:
+            name += f" ({COMMON})"
         place = f"{job.place:.2f}"
         fixed = job.name in PARKING + DISTANCE_JOBS  # place alone does it
         if job.name in PARKING:  # [CLS] and [SEP] stand in fixed places
@@ -144,8 +148,8 @@ def table(jobs, detail=False):
             place += f": {MIRROR}"
         if detail:
             does = DOES[verdict(job)]
-            if job.does_job and job.common:  # the median head looks there
-                does += "; many heads look there too"
+            if common:
+                does += f"; {COMMON}"
             score = f"{job.held_out:.3f} ({job.low:.3f}–{job.high:.3f})"
             hits = f"{job.hits:.2f} ({job.hits_low:.2f}–{job.hits_high:.2f})"
             beats = "–"  # a Job made without hit rates
@@ -253,7 +257,7 @@ AFTER[False] = "The head stops at the noun"
 
 
 # The grammar head's held-out share against the best fixed distance's
-# (`Job.share_vs_place`), for the box and section 4.3, beside its hit rate.
+# (`Job.share_vs_place`), for section 4.2, beside its hit rate.
 SHARE_PLACE = {
     "more": "By share, it beats every fixed distance",
     "same": "By share, it ties a fixed distance",
