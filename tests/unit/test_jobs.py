@@ -511,6 +511,7 @@ def test_the_study_runs_on_a_random_bert_and_finds_no_job_there(tmp_path):
             assert set(phrases) == {"none", "some", "most", "all"}, name
     assert study.jobs_done == 0  # so the page says "none has"
     assert decide(*verdicts[1][1:])[1] == "none has"
+    assert decide(*verdicts[2][1:])[1] == "none of these heads"
 
 
 def test_on_pair_reads_the_jobs_own_row_and_refuses_a_head_of_no_job():

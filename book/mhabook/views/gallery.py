@@ -280,8 +280,8 @@ def page_verdicts(study, first, checkpoint):
     have["all"] = "each has"
     k = study.jobs_beyond  # of the other jobs done, the heads beyond place
     other = len(study.other_jobs_done)
-    beyond = {"none": "none beats", "all": "each beats"}
-    beyond["some"] = f"{k} of the {other} {'beat' + 's' * (k == 1)}"
+    beyond = {"none": "none of these heads", "all": "each of these heads"}
+    beyond["some"] = f"{k} of these {other} heads"
     beyond["most"] = beyond["some"]
     look = {True: "mostly there", False: "mostly elsewhere"}
     grammar, top = study.grammar, study.grammar_numbers()
