@@ -257,7 +257,7 @@ def answers(c1, pattern, up_before, p):
                 "none": "No",
                 "some": "In one half of the pairs",
                 "most": "In one half of the pairs",
-                "all": "Weakly, and place could explain it",
+                "all": "A pattern place alone could give",
             },
         ),
         (
