@@ -876,7 +876,7 @@ def test_the_page_tables_section_4s_gallery_with_its_verdicts():
     lines = table.data.splitlines()  # an IPython Markdown object
     rows = {row.split("|")[1].strip(): row.split("|") for row in lines}
     assert rows["previous word"][4].strip() == "yes"  # does the job?
-    assert rows["next word"][4].strip() == "beats the baselines, not the bar"
+    assert rows["next word"][4].strip() == "above two baselines, not the bar"
     assert rows["next word"][-2].strip() == "n/a"  # a fixed distance itself
 
 

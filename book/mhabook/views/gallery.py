@@ -100,7 +100,7 @@ def verdict(job):
 
 # `verdict` as the detail table and the exercise's solution print it: a
 # head above both baselines but not the bar does not clearly do its job.
-DOES = {"yes": "yes", "partly": "beats the baselines, not the bar"}
+DOES = {"yes": "yes", "partly": "above two baselines, not the bar"}
 DOES["no"] = "no"
 # A job whose best head does it while the median head scores at least
 # half as much (`Job.common`): no specialist, as the tables say.
