@@ -1333,9 +1333,6 @@ class TestingHeads:
     # "flies" verbs, B's targets where the real B's stand): a control for
     # place (`same_sense_examples`)
     same_sense: FliesTest | None = None
-    # section 4's gallery on the same sets: each job's best head, held out
-    # (`jobs.Job`), for the page's verdict table
-    gallery: list = ()
 
 
 def testing_results(model, tokenizer, draws=1000, sims=2000, seed=0):
@@ -1355,8 +1352,6 @@ def testing_results(model, tokenizer, draws=1000, sims=2000, seed=0):
             f"compare layer 0 with the layers above it: load a checkpoint "
             f"with at least 2 layers (MHA_CHECKPOINT)"
         )
-    from . import jobs  # jobs reads this module: import it on call
-
     pairs, flies, pronouns = load_sets(model, tokenizer)
     by_weight, by_norm = special_shares(model, pairs)
     claim2 = claim_two(flies, seed=seed)
@@ -1370,5 +1365,4 @@ def testing_results(model, tokenizer, draws=1000, sims=2000, seed=0):
         by_weight=by_weight,
         by_norm=by_norm,
         same_sense=place_control(model, tokenizer, claim2.layer0, seed),
-        gallery=jobs.gallery_jobs(model, tokenizer),
     )

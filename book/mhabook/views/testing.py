@@ -8,9 +8,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
-from ..experiments.jobs import CLEAR
 from ..experiments.realheads import checks_won, head8_counts
-from .gallery import BEFORE, table
+from .gallery import BEFORE
 from .plotting import PALETTE, head_scatter
 
 
@@ -153,9 +152,6 @@ def page_numbers(results):
         "n_pairs": results.n_pairs,
         "n_flies": results.n_flies,
         "n_pronouns": results.n_pronouns,
-        # section 4's gallery, tested: its bar, and a Markdown table
-        "clear_share": CLEAR,
-        "gallery_detail": table(results.gallery, detail=True),
         # claim 1
         "c1_bar": c1.bar,
         "c1_replicated": c1.replicated,
