@@ -258,11 +258,15 @@ class Timing:
         return self.lengths[-1] // 2
 
     @property
-    def cached_steady(self):
-        """Whether the cached step's median time rose (or held) from each
-        length to the next: one noisy length can break it."""
+    def first_fall(self):
+        """(S, next S): the first two lengths between which the cached
+        step's median time fell, or None when it rose (or held) from each
+        length to the next. One noisy length can make it fall."""
         medians = [term.median for term in self.cached_steps]
-        return all(a <= b for a, b in zip(medians, medians[1:]))
+        for i, (a, b) in enumerate(zip(medians, medians[1:])):
+            if b < a:
+                return self.lengths[i], self.lengths[i + 1]
+        return None
 
     @property
     def speedup(self):

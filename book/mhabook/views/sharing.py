@@ -114,6 +114,8 @@ def page_verdicts(r):
     stack, one = t.stack_speedup, t.speedup
     closer = {"clearly": "clearly closer to", "barely": "barely closer to"}
     closer |= {"neither": "not measurably closer to", "below": "farther from"}
+    fall = t.first_fall  # (S, next S) where the cached median fell, or None
+    fell = f"fell from S = {fall[0]} to {fall[1]}" if fall else "fell"
     return [
         ("speed_verdict", "compare", one.against(1), faster_phrases(one)),
         ("stack_verdict", "compare", stack.against(1), faster_phrases(stack)),
@@ -148,19 +150,16 @@ def page_verdicts(r):
                 t.flop_growth * (1 + MATTERS),
             ),
             {
-                "more": "faster than its arithmetic",
-                "less": "more slowly than its arithmetic",
-                "same": "neither clearly faster nor slower than it",
+                "more": "above its arithmetic's",
+                "less": "below its arithmetic's",
+                "same": "possibly within 10% of its arithmetic's",
             },
         ),
         (
             "cached_steady",
             "above",
-            (int(t.cached_steady), 0),
-            {
-                True: "did not fall at any length",
-                False: "fell at some length",
-            },
+            (int(fall is None), 0),
+            {True: "did not fall at any length", False: fell},
         ),
         (
             "growth_with_verdict",
