@@ -369,6 +369,8 @@ def test_the_page_verdicts_read_each_outcome_and_compare_the_stack():
         assert decide(*verdicts["stack_same"])[1] == outcome
         vs_flops = decide(*verdicts["growth_vs_flops"])[1]
         assert vs_flops == "above its arithmetic's"
+        fell = decide(*verdicts["cached_steady"])[1]  # names where it fell
+        assert fell == "fell from S = 256 to 512"
         for name, (rule, args, phrases) in verdicts.items():
             decide(rule, args, phrases)  # its outcome has a phrase
             assert all(len(p.split()) < 8 for p in phrases.values()), name
