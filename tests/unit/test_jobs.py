@@ -228,7 +228,7 @@ def test_the_figure_and_table_show_each_job():
     rows = gallery.table(found).data.splitlines()
     assert len(rows) == 2 + len(found)
     # previous and next word are a fixed distance: the job is one
-    itself = "| 1.00: the job is one |"
+    itself = "| 1.00: this job is a fixed distance |"
     assert rows[2] == "| previous word | 1, 2 | 1.00 | 0.12 | 0.12 " + itself
     assert rows[0].endswith(
         "| best head (layer, head) | held-out score | even spread | "
@@ -248,7 +248,7 @@ def test_the_figure_and_table_show_each_job():
     # the planted head hits every target, as the previous token does
     assert detail[2] == (
         "| previous word | 1.000 (1.000–1.000) | 0.56 | yes "
-        "| 1.00 (1.00–1.00) | 1.00: the job is one | n/a |"
+        "| 1.00 (1.00–1.00) | 1.00: this job is a fixed distance | n/a |"
     )
     assert "| 0.56 | no |" in detail[3]
     beyond = dataclasses.replace(found[0], hits_low=0.9, place=0.5)

@@ -143,7 +143,7 @@ def table(jobs, detail=False):
         if job.name in PARKING:  # [CLS] and [SEP] stand in fixed places
             place = "n/a: a fixed place"
         elif fixed:  # the job is a fixed distance
-            place += ": the job is one"
+            place += ": this job is a fixed distance"
         elif job.distance == MIRROR:  # on pairs: as far into the other
             place += f": {MIRROR}"
         if detail:

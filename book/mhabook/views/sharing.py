@@ -100,7 +100,7 @@ def faster_phrases(ratio):
 
 
 SAME = {  # the stack's ratio against one layer's, widened by MATTERS
-    "same": "cannot be told apart here",
+    "same": "are too close for the 10% rule",
     "more": "differ, the stack's being larger",
     "less": "differ, the stack's being smaller",
 }
