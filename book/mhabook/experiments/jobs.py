@@ -269,14 +269,15 @@ FEW_HELD_OUT = 8
 MIRROR = "same place, other sentence"
 
 
-def _mirrored(example, i, j):
-    """Whether key j stands as far into its sentence as query i does into
-    its own, in the other sentence of a pair."""
-    segments = example["segments"].tolist()
-    if segments[i] == segments[j]:
-        return False
-    b = segments.index(1)  # where sentence B starts; [CLS] opens A
-    return i - (b if segments[i] else 1) == j - (b if segments[j] else 1)
+def _mirrored(example):
+    """(T, T) bool: whether key j stands as far into its sentence as query
+    i does into its own, in the other sentence of a pair."""
+    segments = example["segments"]
+    b = int(segments.argmax())  # where sentence B starts; [CLS] opens A
+    starts = torch.where(segments.bool(), b, 1)  # (T,) each one's start
+    place = torch.arange(len(segments)) - starts  # (T,) into its sentence
+    other = segments[:, None] != segments[None, :]
+    return other & (place[:, None] == place[None, :])
 
 
 def _nearest(d):
@@ -298,8 +299,7 @@ def fixed_distance(examples, job, choose_on="even"):
         targets = job(ex)
         n = int(targets.any(-1).sum())
         found = Counter(int(j - i) for i, j in targets.nonzero())
-        pairs = targets.nonzero().tolist()
-        found[MIRROR] = sum(_mirrored(ex, i, j) for i, j in pairs)
+        found[MIRROR] = int((targets & _mirrored(ex)).sum())
         hits.append({d: c / n for d, c in found.items() if c} if n else None)
 
     def score(rows, d):

@@ -99,6 +99,12 @@ def faster_phrases(ratio):
     }
 
 
+def against_band(ratio, low, high, margin=MATTERS):
+    """The arguments of the verdict rule `compare`: `ratio`'s interval
+    against low..high, widened by `margin` either way."""
+    return (ratio.low, ratio.high, low * (1 - margin), high * (1 + margin))
+
+
 SAME = {  # the stack's ratio against one layer's, widened by MATTERS
     "same": "are too close for the 10% rule",
     "more": "differ, the stack's being larger",
@@ -122,12 +128,7 @@ def page_verdicts(r):
         (
             "stack_same",  # apart only beyond one layer's interval +- 10%
             "compare",
-            (
-                stack.low,
-                stack.high,
-                one.low * (1 - MATTERS),
-                one.high * (1 + MATTERS),
-            ),
+            against_band(stack, one.low, one.high),
             SAME,
         ),
         (
@@ -143,12 +144,7 @@ def page_verdicts(r):
         (
             "growth_vs_flops",  # against its arithmetic, widened by MATTERS
             "compare",
-            (
-                t.growth_without.low,
-                t.growth_without.high,
-                t.flop_growth * (1 - MATTERS),
-                t.flop_growth * (1 + MATTERS),
-            ),
+            against_band(t.growth_without, t.flop_growth, t.flop_growth),
             {
                 "more": "above its arithmetic's",
                 "less": "below its arithmetic's",
