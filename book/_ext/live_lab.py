@@ -1,6 +1,6 @@
 """Serve the live lab (mhabook/views/live.py) from the built site.
 
-Sphinx extension. It exports the bundled BERT to ONNX (cached in
+Sphinx extension. It exports the bundled model to ONNX (cached in
 _build/live/, redone only when the checkpoint changes) and copies the
 model, its vocabulary, onnxruntime-web's one WebAssembly build and the two
 view templates to _static/live/.

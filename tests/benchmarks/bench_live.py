@@ -1,4 +1,4 @@
-"""The live lab's speed: the bundled BERT in headless Chromium against
+"""The live lab's speed: the bundled model in headless Chromium against
 Python's onnxruntime and PyTorch, on this machine.
 
 Run with `make bench-live` after `make book` (it serves _build/html on

@@ -24,7 +24,7 @@ EVIL = "</script><img src=x onerror=alert(1)>\"'&amp;"
 
 @pytest.fixture(scope="module")
 def bert():
-    """The bundled BERT and its tokenizer, as the live lab runs them."""
+    """The bundled model and its tokenizer, as the live lab runs them."""
     return live.load_bert(bundled_path())
 
 

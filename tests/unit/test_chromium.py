@@ -2,10 +2,9 @@
 
 import os
 import re
-import shutil
 from pathlib import Path
 
-from browsing import CHROMIUM_ARGS, OMNIBOX_POPUPS
+from browsing import OMNIBOX_POPUPS
 
 
 def chromium_command_lines():
@@ -68,15 +67,8 @@ def omnibox_popups(browser, wait_ms):
 
 
 def test_a_new_context_opens_no_omnibox_popup(browser):
-    """Each browser context is a window, whose omnibox would load its
+    """Each browser context is a window, whose omnibox may load its
     suggestion popups (chrome://omnibox-popup.top-chrome/) in a renderer
-    of their own: they do without our flags, and do not with them."""
-    plain = browser.browser_type.launch(
-        executable_path=shutil.which("chromium"),
-        args=[a for a in CHROMIUM_ARGS if "--disable-features" not in a],
-    )
-    try:
-        assert omnibox_popups(plain, wait_ms=20_000)
-    finally:
-        plain.close()
+    of their own: with our flags it must not. (Earlier Debian Chromiums
+    loaded them without the flags; 150.0 loads none even then.)"""
     assert omnibox_popups(browser, wait_ms=2000) == []

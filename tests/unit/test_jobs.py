@@ -500,6 +500,7 @@ def test_the_study_runs_on_a_random_bert_and_finds_no_job_there(tmp_path):
         "grammar_share_place",
         "first_look",
         "flies_draws",
+        "flies_box",
     ]
     for name, rule, args, phrases in verdicts:
         decide(rule, args, phrases)

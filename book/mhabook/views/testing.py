@@ -253,7 +253,7 @@ def answers(c1, pattern, up_before, p):
                 "none": "No",
                 "some": "In one half of the pairs",
                 "most": "In one half of the pairs",
-                "all": "A pattern place alone could give",
+                "all": "Yes, weakly; place alone could do it",
             },
         ),
         (
