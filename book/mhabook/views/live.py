@@ -16,9 +16,9 @@ and onnxruntime-web's single-threaded WebAssembly build into the built
 site. live.js and the scripts it names (PAGE_JS) run it there; wordpiece.js
 tokenizes as the Python tokenizer does.
 
-The live model is always the bundled model, whatever checkpoint section 4
-uses: it is small enough to download (about 44 MB) and needs no network
-at build time.
+The live model is always all-MiniLM-L6-v2, the bundled one, whatever
+checkpoint section 4 uses: it is small enough to download (about 44 MB)
+and needs no network at build time.
 """
 
 import contextlib
