@@ -253,7 +253,7 @@ def answers(c1, pattern, up_before, p):
                 "none": "No",
                 "some": "In one half of the pairs",
                 "most": "In one half of the pairs",
-                "all": "Only in a weak form",
+                "all": "Only as a look-alike",
             },
         ),
         (
