@@ -198,9 +198,9 @@ def rendered_sentences(prose, records):
     """(name, outcome, sentence): every sentence of `prose` that holds a
     glued verdict, rendered with each phrase its rule can give."""
     for paragraph in re.split(r"\n\s*\n", prose):
-        rows = paragraph.strip().splitlines()
-        if not all(row.startswith("|") for row in rows):  # a table's rows
-            rows = [" ".join(paragraph.split())]  # read apart; else one
+        rows = paragraph.strip().splitlines()  # a table: each row apart
+        if not all(row.startswith("|") for row in rows):
+            rows = [" ".join(paragraph.split())]  # prose: one run of text
         for match in (m for row in rows for m in SENTENCE.finditer(row)):
             sentence = match.group(0).strip()
             for name in re.findall(r"\{glue:text\}`(\w+)`", sentence):
