@@ -514,6 +514,8 @@ def test_the_study_runs_on_a_random_bert_and_finds_no_job_there(tmp_path):
     assert study.jobs_done == 0  # so the page says "none has"
     assert decide(*verdicts[1][1:])[1] == "none has"
     assert decide(*verdicts[2][1:])[1] == "none of these heads"
+    box = verdicts[names.index("flies_box")]  # a random BERT has no picture
+    assert decide(*box[1:]) == (False, "fails")
 
 
 def test_on_pair_reads_the_jobs_own_row_and_refuses_a_head_of_no_job():

@@ -337,7 +337,7 @@ def page_verdicts(study, first, checkpoint):
             },
         ),
         (
-            "flies_box",  # the same, in the box
+            "flies_box",  # flies_draws' decision, in the box's words
             "above",
             (int(study.flies.pattern_holds), 0),
             {True: "holds", False: "fails"},
