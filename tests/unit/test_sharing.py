@@ -374,13 +374,18 @@ def test_the_page_verdicts_read_each_outcome_and_compare_the_stack():
         for name, (rule, args, phrases) in verdicts.items():
             decide(rule, args, phrases)  # its outcome has a phrase
             assert all(len(p.split()) < 8 for p in phrases.values()), name
-    # 2.61 to 3.36 against 2.57: above it, but not by the 10% margin
-    record_close = record(ratio(76.4, 50.7, 83.6))
-    record_close.timing.growth_without = ratio(2.85, 2.61, 3.36)
-    record_close.timing.flop_growth = 2.57
-    verdicts = {n: rest for n, *rest in views.page_verdicts(record_close)}
-    close = decide(*verdicts["growth_vs_flops"])[1]
-    assert close == "possibly within 10% of its arithmetic's"
+    for growth, words in [
+        # 2.61 to 3.36 against 2.57: above it, but not all by the margin
+        (ratio(2.85, 2.61, 3.36), "a little above its arithmetic's"),
+        # holding 2.57 and crossing 2.57 * 1.1: no direction claimed
+        (ratio(2.7, 2.4, 3.2), "not clearly above or below its arithmetic's"),
+        (ratio(2.6, 2.4, 2.7), "within 10% of its arithmetic's"),
+    ]:
+        record_close = record(ratio(76.4, 50.7, 83.6))
+        record_close.timing.growth_without = growth
+        record_close.timing.flop_growth = 2.57
+        found = {n: rest for n, *rest in views.page_verdicts(record_close)}
+        assert decide(*found["growth_vs_flops"])[1] == words
 
 
 def test_kv_cache_bytes_refuses_a_negative_size_naming_it():

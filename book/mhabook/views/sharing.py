@@ -112,6 +112,23 @@ SAME = {  # the stack's ratio against one layer's, widened by MATTERS
 }
 
 
+def growth_over(growth, flop_growth):
+    """(low, high): a PairedRatio's interval over `flop_growth`."""
+    return growth.low / flop_growth, growth.high / flop_growth
+
+
+GROWTH = {  # the time's growth over its arithmetic's, against 1 +- MATTERS
+    "less": "below its arithmetic's",
+    "more": "above its arithmetic's",
+    "same": f"within {MATTERS:.0%} of its arithmetic's",
+    "under": "a little below its arithmetic's",
+    "over": "a little above its arithmetic's",
+    "near_less": "not clearly above or below its arithmetic's",
+    "near_more": "not clearly above or below its arithmetic's",
+    "wide": "not clearly above or below its arithmetic's",
+}
+
+
 def page_verdicts(r):
     """[(name, rule, args, phrases), ...]: every verdict the page
     sharing_kv glues from a SharingKV record; each phrase reads true in
@@ -142,14 +159,10 @@ def page_verdicts(r):
             },
         ),
         (
-            "growth_vs_flops",  # against its arithmetic, widened by MATTERS
-            "compare",
-            against_band(t.growth_without, t.flop_growth, t.flop_growth),
-            {
-                "more": "above its arithmetic's",
-                "less": "below its arithmetic's",
-                "same": "possibly within 10% of its arithmetic's",
-            },
+            "growth_vs_flops",  # its growth over its arithmetic's, as THAN
+            "ratio_margin",
+            (*growth_over(t.growth_without, t.flop_growth), MATTERS),
+            GROWTH,
         ),
         (
             "cached_steady",
