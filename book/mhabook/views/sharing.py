@@ -112,11 +112,6 @@ SAME = {  # the stack's ratio against one layer's, widened by MATTERS
 }
 
 
-def growth_over(growth, flop_growth):
-    """(low, high): a PairedRatio's interval over `flop_growth`."""
-    return growth.low / flop_growth, growth.high / flop_growth
-
-
 GROWTH = {  # the time's growth over its arithmetic's, against 1 +- MATTERS
     "less": "below its arithmetic's",
     "more": "above its arithmetic's",
@@ -134,7 +129,7 @@ def page_verdicts(r):
     sharing_kv glues from a SharingKV record; each phrase reads true in
     its sentence whatever the outcome."""
     t, c = r.timing, r.conversion
-    stack, one = t.stack_speedup, t.speedup
+    stack, one, grow = t.stack_speedup, t.speedup, t.growth_without
     closer = {"clearly": "clearly closer to", "barely": "barely closer to"}
     closer |= {"neither": "not measurably closer to", "below": "farther from"}
     fall = t.first_fall  # (S, next S) where the cached median fell, or None
@@ -161,7 +156,7 @@ def page_verdicts(r):
         (
             "growth_vs_flops",  # its growth over its arithmetic's, as THAN
             "ratio_margin",
-            (*growth_over(t.growth_without, t.flop_growth), MATTERS),
+            (grow.low / t.flop_growth, grow.high / t.flop_growth, MATTERS),
             GROWTH,
         ),
         (
