@@ -740,6 +740,12 @@ def test_testing_results_on_a_random_bert_find_no_claim_2():
     same = results.same_sense
     assert (same.layer, same.head) == (0, results.claim2.layer0.head)
     assert len(same.score.values) == len(results.claim2.layer0.score.values)
+    # section 4's gallery, for its table of intervals
+    from mhabook.experiments import jobs
+
+    names = [job.name for job in results.gallery]
+    assert names == [*jobs.JOBS, jobs.GRAMMAR]
+    assert testing.page_numbers(results)["clear_share"] == jobs.CLEAR
     one_layer = tiny_bert(
         vocab_size=tokenizer.vocab_size,
         hidden_size=16,

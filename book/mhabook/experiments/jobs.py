@@ -720,7 +720,6 @@ class RealHeads:
             "n_sentences": len(self.sentences),
             "n_word_jobs": len(self.word_jobs),
             "jobs_done_n": self.jobs_done,
-            "clear_share": CLEAR,
             **each_job,
             "first_layer": first.layer,
             "first_head": first.head,

@@ -1333,12 +1333,13 @@ class TestingHeads:
     # "flies" verbs, B's targets where the real B's stand): a control for
     # place (`same_sense_examples`)
     same_sense: FliesTest | None = None
+    gallery: list | None = None  # section 4's rows (`jobs.gallery_jobs`)
 
 
 def testing_results(model, tokenizer, draws=1000, sims=2000, seed=0):
     """`TestingHeads`: the three sets of book/data/ run through `model`,
-    and every test the page testing_heads reports. draws: resamples of
-    each null; sims: simulated heads for each power."""
+    every test the page testing_heads reports, and section 4's gallery.
+    draws: resamples of each null; sims: simulated heads for each power."""
     if min(draws, sims) < 1:
         raise ValueError(
             f"draws = {draws} and sims = {sims}: each null and each power "
@@ -1355,6 +1356,8 @@ def testing_results(model, tokenizer, draws=1000, sims=2000, seed=0):
     pairs, flies, pronouns = load_sets(model, tokenizer)
     by_weight, by_norm = special_shares(model, pairs)
     claim2 = claim_two(flies, seed=seed)
+    from .jobs import gallery_jobs  # jobs imports this module
+
     return TestingHeads(
         n_pairs=len(pairs),
         n_flies=len(flies),
@@ -1365,4 +1368,5 @@ def testing_results(model, tokenizer, draws=1000, sims=2000, seed=0):
         by_weight=by_weight,
         by_norm=by_norm,
         same_sense=place_control(model, tokenizer, claim2.layer0, seed),
+        gallery=gallery_jobs(model, tokenizer),
     )

@@ -8,6 +8,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
+from ..experiments.jobs import CLEAR
 from ..experiments.realheads import checks_won, head8_counts
 from .gallery import BEFORE
 from .plotting import PALETTE, head_scatter
@@ -141,6 +142,7 @@ def page_numbers(results):
     share = (row[target] / row[torch.tensor(words)].sum()).item()
     before = c2.source_flies[0] - 1  # the word just before "flies" in A
     return {
+        "clear_share": CLEAR,  # section 4's bar, as a share of the way to 1
         "ex_words": sum(words),
         "ex_even": 1 / sum(words),
         "ex_target": c2.source_tokens[target],
