@@ -227,20 +227,11 @@ def test_results_pair_the_right_columns(record):
     assert record.softmax == {1: pytest.approx(14e-3), 4: pytest.approx(16e-3)}
 
 
-def test_results_accounting_adds_up_to_the_gap(record):
-    a = record.accounting
-    speed = SPEED.median().item()
-    assert (a.num_tokens, a.num_heads) == (5, 4)
-    assert a.extra_ops == record.ops["loop", 4] - record.ops["batched", 4]
-    assert 0 < a.other_ops < a.extra_ops
-    assert a.gap.median == pytest.approx((4e-3 - 5e-3) * speed)
-    assert a.products.median == pytest.approx((7e-3 - 8e-3) * speed)
-    assert a.dispatch.median == pytest.approx(a.other_ops * 9e-3 * speed)
-    total = a.products.median + a.dispatch.median + a.rest.median
-    assert total == pytest.approx(a.gap.median)
-    assert a.rest.low <= a.rest.median <= a.rest.high
-    assert a.per_op == pytest.approx(9e-3 * 2.0)  # the median repeat
-    assert a.products_ratio.median == pytest.approx(7 / 8)
+def test_results_time_the_projections_and_one_dispatch(record):
+    # at T = 5, after the six layers: the small projections (7 ms), the
+    # large one (8 ms) and the add (9 ms), at the machine's speed
+    assert record.per_op == pytest.approx(9e-3 * SPEED.median().item())
+    assert record.products_ratio.median == pytest.approx(7 / 8)
 
 
 def test_against_gives_the_rule_an_interval_and_its_bar():

@@ -361,13 +361,6 @@ def test_jobs_done_counts_word_jobs_and_leaves_out_parking():
     assert study.jobs_done == 1
     study.grammar = dataclasses.replace(done, name=jobs.GRAMMAR)
     assert study.jobs_done == 2  # the grammar job is a word job
-    assert study.jobs_beyond == 0  # neither beats place: its score is nan
-    study.grammar = dataclasses.replace(study.grammar, place=0.9)
-    assert study.jobs_beyond == 1  # 0.98, its low end, above place
-    study.jobs[0] = dataclasses.replace(study.jobs[0], place=0.5)
-    assert study.jobs[0].beats_place  # next word, above a low place score
-    assert study.jobs_beyond == 1  # but next word is a fixed distance
-    assert [job.name for job in study.other_jobs_done] == [jobs.GRAMMAR]
     names = ["next word", jobs.GRAMMAR]
     assert [job.name for job in study.word_jobs] == names
     assert study.job("[CLS]") is done
@@ -447,6 +440,7 @@ def test_the_study_runs_on_a_random_bert_and_finds_no_job_there(tmp_path):
     assert numbers["n_flies"] == len(rh.load_table(rh.SETS["flies"]))
     assert numbers["flies_head"] == flies.head
     assert numbers["layer_heads"] == 2  # heads=2: what the search chose among
+    assert numbers["clear_share"] == jobs.CLEAR
     for k, job in enumerate(study.jobs):  # one sentence's numbers per job
         assert numbers[f"job{k}_layer"] == job.layer
         assert numbers[f"job{k}_share"] == job.held_out
@@ -491,7 +485,6 @@ def test_the_study_runs_on_a_random_bert_and_finds_no_job_there(tmp_path):
     assert names == [
         "model_phrase",
         "jobs_done",
-        "jobs_beyond",
         "grammar_place",
         "grammar_rival_side",
         "grammar_ahead",
@@ -512,7 +505,6 @@ def test_the_study_runs_on_a_random_bert_and_finds_no_job_there(tmp_path):
             assert set(phrases) == {"none", "some", "most", "all"}, name
     assert study.jobs_done == 0  # so the page says "none has"
     assert decide(*verdicts[1][1:])[1] == "none has"
-    assert decide(*verdicts[2][1:])[1] == "none of these heads"
     box = verdicts[names.index("flies_box")]  # a random BERT has no picture
     assert decide(*box[1:]) == (False, "fails")
 

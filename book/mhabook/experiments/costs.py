@@ -179,7 +179,7 @@ def paired_ratio(times, a, b, seed=0, over=None):
 
 @dataclass
 class Term:
-    """One row of an accounting, in seconds: a median over repeats and a
+    """A time in seconds: a median over repeats and a
     95% bootstrap interval of it (as paired_ratio's)."""
 
     median: float
@@ -215,29 +215,6 @@ def machine():
 
 
 @dataclass
-class Accounting:
-    """The loop's extra time over the batched layer (`gap`), split into
-    terms whose medians add up to it: gap = products + dispatch + rest.
-
-    products: the loop's 3h one-head projections, called as the loop calls
-    them, minus the batched layer's one projection (negative when the
-    small ones take less time). dispatch: the loop's other extra
-    operations at the cost of a one-element add. rest: what is left.
-    """
-
-    num_tokens: int
-    num_heads: int
-    gap: Term
-    products: Term
-    dispatch: Term
-    rest: Term
-    products_ratio: PairedRatio  # loop's projections / batched one
-    extra_ops: int  # all the loop's extra operations
-    other_ops: int  # those outside the projections
-    per_op: float  # median seconds of a one-element add
-
-
-@dataclass
 class HeadCosts:
     """Every number "What heads cost" states, at one width.
 
@@ -270,7 +247,10 @@ class HeadCosts:
     batched_heads: dict  # T -> PairedRatio, the same for batched
     softmax: dict  # h -> median seconds, over the long length's scores
     softmax_heads: PairedRatio  # most heads' softmax / fewest heads'
-    accounting: Accounting  # at the short length, most heads
+    # at the short length, most heads: the loop's 3h one-head projections,
+    # called as the loop calls them, over the batched layer's one
+    products_ratio: PairedRatio
+    per_op: float  # median seconds of a one-element add: one dispatch
 
     def score_mib(self, num_heads):
         """MiB of one (1, h, T, T) float32 tensor at the long length."""
@@ -303,47 +283,6 @@ def _layers(width, num_heads, seed):
     return loop, batched_from_loop(loop)
 
 
-def _rest(gap, products, dispatch, seed):
-    """The Term of what the median products and dispatch leave of the
-    median gap, on each of the same resamples: the medians add up."""
-    point, draws = 0.0, 0.0
-    for values, sign in ((gap, 1), (products, -1), (dispatch, -1)):
-        point += sign * values.quantile(0.5).item()
-        draws = draws + sign * _medians(values, seed)
-    return Term(point, *_ends(draws))
-
-
-def _accounting(times, columns, x, loop, layer, seed):
-    """The Accounting of the short length's timings (see Accounting)."""
-    T, h = x.shape[1], len(loop.heads)
-    col = {key: times[:, i] for i, key in enumerate(columns)}
-    ops = {
-        "loop": watch(loop, x)[0],
-        "batched": watch(layer, x)[0],
-        "small": watch(_projections, loop, x)[0],
-        "large": watch(layer.qkv, x)[0],
-    }
-    extra = ops["loop"] - ops["batched"]
-    other = extra - (ops["small"] - ops["large"])
-    gap = col["loop", h] - col["batched", h]
-    products = col["small"] - col["large"]
-    dispatch = other * col["add"]
-    return Accounting(
-        num_tokens=T,
-        num_heads=h,
-        gap=median_term(gap, seed),
-        products=median_term(products, seed),
-        dispatch=median_term(dispatch, seed),
-        rest=_rest(gap, products, dispatch, seed),
-        products_ratio=paired_ratio(
-            times, columns.index("small"), columns.index("large"), seed
-        ),
-        extra_ops=extra,
-        other_ops=other,
-        per_op=col["add"].quantile(0.5).item(),
-    )
-
-
 def head_costs_results(
     width=768,
     head_counts=(1, 4, 12),
@@ -355,7 +294,7 @@ def head_costs_results(
     """HeadCosts of the loop and the batched layer at `width`, for each
     head count, on one sequence of each length (random inputs, seeded
     random weights). Memory and the softmax are measured at the longest
-    length; operations and the Accounting at the shortest. `repeats`:
+    length; operations, projections and dispatch at the shortest. `repeats`:
     odd, at least 3."""
     if len(set(head_counts)) != len(head_counts):
         raise ValueError(
@@ -409,7 +348,7 @@ def head_costs_results(
                     "batched": partial(la, x),
                     "fused": partial(la, x, need_weights=False),
                 }[name]
-            if T == short:  # the Accounting's parts
+            if T == short:  # the projections alone, and one dispatch
                 fns["small"] = partial(_projections, loop, x)
                 fns["large"] = partial(layer.qkv, x)
                 fns["add"] = partial(torch.add, one, one)
@@ -418,9 +357,6 @@ def head_costs_results(
                     fns["softmax", h] = partial(torch.softmax, s, dim=-1)
             times[T] = time_interleaved(fns.values(), repeats, min_run_time)
             columns[T] = list(fns)
-        account = _accounting(
-            times[short], columns[short], inputs[short], loop, layer, seed
-        )
 
     def ratio(T, a, b, over=None):
         at = columns[T].index
@@ -433,6 +369,7 @@ def head_costs_results(
     soft = {
         h: times[long][:, columns[long].index(("softmax", h))] for h in scores
     }
+    add = times[short][:, columns[short].index("add")]  # (repeats,)
     return HeadCosts(
         width=width,
         head_counts=head_counts,
@@ -459,5 +396,6 @@ def head_costs_results(
         batched_heads=per_length(("batched", most), ("batched", few)),
         softmax={h: t.quantile(0.5).item() for h, t in soft.items()},
         softmax_heads=ratio(long, ("softmax", most), ("softmax", few)),
-        accounting=account,
+        products_ratio=ratio(short, "small", "large"),
+        per_op=add.quantile(0.5).item(),
     )

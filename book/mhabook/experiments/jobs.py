@@ -226,12 +226,6 @@ class Job:
         return compare(self.hits_low, self.hits_high, self.place, self.place)
 
     @property
-    def beats_place(self):
-        """Held out, its whole interval lies above the best fixed
-        distance's score (`place`): it beats a rule of place alone."""
-        return self.share_vs_place == "more"
-
-    @property
     def beats_baselines(self):
         """Held out, its whole interval lies above every baseline (a job
         it does in part, when it misses `bar`)."""
@@ -600,22 +594,6 @@ class RealHeads:
         return sum(job.does_job for job in self.word_jobs)
 
     @property
-    def other_jobs_done(self):
-        """The jobs counted by `jobs_done` that are not `DISTANCE_JOBS`:
-        those whose head a fixed distance could fail to match."""
-        return [
-            job
-            for job in self.word_jobs
-            if job.does_job and job.name not in DISTANCE_JOBS
-        ]
-
-    @property
-    def jobs_beyond(self):
-        """How many of `other_jobs_done` have a head that also beats the
-        best fixed distance by share (`Job.beats_place`)."""
-        return sum(job.beats_place for job in self.other_jobs_done)
-
-    @property
     def grammar_rows(self):
         """[(words between, share, top), ...], one per held-out noun phrase:
         how many words stand between its determiner and its noun, the share
@@ -720,6 +698,7 @@ class RealHeads:
             "n_sentences": len(self.sentences),
             "n_word_jobs": len(self.word_jobs),
             "jobs_done_n": self.jobs_done,
+            "clear_share": CLEAR,
             **each_job,
             "first_layer": first.layer,
             "first_head": first.head,

@@ -286,17 +286,11 @@ def page_verdicts(study, first, checkpoint):
     count = f"{done} {'has' if done == 1 else 'have'}"
     have = {"none": "none has", "some": count, "most": count}
     have["all"] = "each has"
-    k = study.jobs_beyond  # of the other jobs done, the heads beyond place
-    other = len(study.other_jobs_done)
-    beyond = {"none": "none of these heads", "all": "each of these heads"}
-    beyond["some"] = f"{k} of these {other} heads"
-    beyond["most"] = beyond["some"]
     look = {True: "mostly there", False: "mostly elsewhere"}
     grammar, top = study.grammar, study.grammar_numbers()
     return [
         ("model_phrase", "above", (int(checkpoint.is_bundled), 0), MODEL),
         ("jobs_done", "how_many", (done, len(study.word_jobs)), have),
-        ("jobs_beyond", "how_many", (k, other), beyond),
         (
             "grammar_place",  # determiners whose noun is its top token
             "above",

@@ -70,36 +70,6 @@ def peak_table(record, names=NAMES):
     return _table(header + [f"$h$ = {h}" for h in heads], rows)
 
 
-def accounting_table(accounting):
-    """The Accounting as rows of median ms and 95% intervals; the last
-    three rows' medians add up to the first's."""
-    a = accounting
-    rows = [
-        ("the difference: loop − batched", a.gap),
-        (f"{3 * a.num_heads} one-head projections − one batched", a.products),
-        (
-            f"{a.other_ops} other operations × {a.per_op * 1e6:.3g} µs",
-            a.dispatch,
-        ),
-        ("the rest", a.rest),
-    ]
-    return _table(
-        [
-            f"$T$ = {a.num_tokens}, $h$ = {a.num_heads}",
-            "median ms",
-            "95% interval",
-        ],
-        [
-            [
-                name,
-                f"{t.median * 1e3:+.3f}",
-                f"{t.low * 1e3:+.3f} to {t.high * 1e3:+.3f}",
-            ]
-            for name, t in rows
-        ],
-    )
-
-
 def digits(x):
     """Decimals for a ratio of about `x`: three significant digits, whole
     from 100 up. Fifteen repeats do not support more."""
@@ -160,16 +130,6 @@ def comparisons_table(record):
     )
 
 
-def timing_tables(record):
-    """The ratios table, then the accounting table, in one Markdown (for
-    one folded cell)."""
-    return Markdown(
-        comparisons_table(record).data
-        + "\n\n"
-        + accounting_table(record.accounting).data
-    )
-
-
 # What the brackets hold: a bootstrap over fewer repeats than this is
 # close to the range of the repeats, not a 95% interval.
 FEW_REPEATS = 9
@@ -181,7 +141,6 @@ def page_numbers(r):
     a HeadCosts record (costs.head_costs_results)."""
     few, most = r.head_counts[0], r.head_counts[-1]
     short, long = r.lengths[0], r.lengths[-1]
-    a = r.accounting
     return {
         "cpu": r.machine.split(";")[0],
         "width": r.width,
@@ -215,9 +174,8 @@ def page_numbers(r):
         "softmax_few_us": r.softmax[few] * 1e6,
         "softmax_most_us": r.softmax[most] * 1e6,
         "softmax_ratio": ratio_text(r.softmax_heads),
-        "products_ratio": ratio_text(a.products_ratio),
-        "other_ops": a.other_ops,
-        "per_op_us": a.per_op * 1e6,
+        "products_ratio": ratio_text(r.products_ratio),
+        "per_op_us": r.per_op * 1e6,
         "matters": MATTERS,  # the margin a time ratio must clear
     }
 
@@ -238,18 +196,6 @@ THAN = {  # a paired ratio of times against 1 +- MATTERS, as printed
     "over": "a little slower than",
     "wide": "not clearly faster or slower than",  # crosses both edges
 }
-GAP = {  # the loop's time minus the batched layer's, against 0
-    "more": "the loop took longer",
-    "same": "the two cannot be told apart",
-    "less": "the loop took less time",
-}
-REST = {  # what the accounting leaves, against 0, in the summary's words;
-    # not set against dispatch: a signed rest below it need not be smaller
-    # (blind reads 172 and 173)
-    "more": "part of the difference stays unexplained",
-    "same": "their leftover cannot be told from zero",
-    "less": "the parts overshoot the difference",
-}
 EFFECT = {  # the batched/loop ratio at most heads over at fewest, paired
     "less": "lowers",
     "same": "does not clearly change",
@@ -259,11 +205,6 @@ FEW_BATCH = {  # whether the fewest heads timed is 1, as the text assumes
     True: "with no heads to batch",
     False: "with fewer heads to batch",
 }
-SIGN = {  # what the accounting leaves, against 0
-    "more": "positive",
-    "same": "too uncertain to tell from zero",
-    "less": "negative",
-}
 
 
 def page_verdicts(r):
@@ -271,12 +212,11 @@ def page_verdicts(r):
     head_costs glues from a HeadCosts record. A ratio is judged as printed
     (`shown`), so the verdict agrees with the interval the page shows."""
     short, long = r.lengths[0], r.lengths[-1]
-    a = r.accounting
     ratios = [
         ("batched_short", r.batched_loop[short]),
         ("batched_long", r.batched_loop[long]),
         ("batched_few", r.batched_loop_few[short]),
-        ("products_short", a.products_ratio),
+        ("products_short", r.products_ratio),
         ("softmax_most", r.softmax_heads),
         ("fused_short", r.fused_batched[short]),
         ("fused_long", r.fused_batched[long]),
@@ -287,7 +227,4 @@ def page_verdicts(r):
     ] + [
         ("few_batch", "above", (int(r.head_counts[0] == 1), 0), FEW_BATCH),
         ("heads_effect", "compare", shown(r.heads_gain).against(1), EFFECT),
-        ("gap_short", "compare", a.gap.against(0), GAP),
-        ("rest_sign", "compare", a.rest.against(0), SIGN),
-        ("rest_summary", "compare", a.rest.against(0), REST),
     ]
