@@ -485,6 +485,7 @@ def test_the_study_runs_on_a_random_bert_and_finds_no_job_there(tmp_path):
     assert names == [
         "model_phrase",
         "jobs_done",
+        "jobs_beyond",
         "grammar_place",
         "grammar_rival_side",
         "grammar_ahead",
@@ -505,8 +506,10 @@ def test_the_study_runs_on_a_random_bert_and_finds_no_job_there(tmp_path):
             assert set(phrases) == {"none", "some", "most", "all"}, name
     assert study.jobs_done == 0  # so the page says "none has"
     assert decide(*verdicts[1][1:])[1] == "none has"
+    beyond = "no head here beats its fixed distance"
+    assert decide(*verdicts[2][1:])[1] == beyond
     box = verdicts[names.index("flies_box")]  # a random BERT has no picture
-    assert decide(*box[1:]) == (False, "fails")
+    assert decide(*box[1:]) == (False, "shows no clear pattern")
 
 
 def test_on_pair_reads_the_jobs_own_row_and_refuses_a_head_of_no_job():

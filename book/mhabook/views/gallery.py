@@ -287,10 +287,19 @@ def page_verdicts(study, first, checkpoint):
     have = {"none": "none has", "some": count, "most": count}
     have["all"] = "each has"
     look = {True: "mostly there", False: "mostly elsewhere"}
+    # by share, the heads of word jobs whose whole interval beats the best
+    # fixed distance: none can at a job that is one (previous, next word)
+    k = sum(job.share_vs_place == "more" for job in study.word_jobs)
+    n = len(study.word_jobs)
+    beyond = {"none": "no head here beats its fixed distance"}
+    beyond["all"] = "every head here beats its fixed distance"
+    beyond["some"] = f"{k} of {n} heads beat their fixed distance"
+    beyond["most"] = beyond["some"]
     grammar, top = study.grammar, study.grammar_numbers()
     return [
         ("model_phrase", "above", (int(checkpoint.is_bundled), 0), MODEL),
         ("jobs_done", "how_many", (done, len(study.word_jobs)), have),
+        ("jobs_beyond", "how_many", (k, n), beyond),
         (
             "grammar_place",  # determiners whose noun is its top token
             "above",
@@ -334,6 +343,9 @@ def page_verdicts(study, first, checkpoint):
             "flies_box",  # flies_draws' decision, in the box's words
             "above",
             (int(study.flies.pattern_holds), 0),
-            {True: "holds", False: "fails"},
+            {
+                True: "shows a pattern that place could make",
+                False: "shows no clear pattern",
+            },
         ),
     ]
