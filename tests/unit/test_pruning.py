@@ -493,8 +493,8 @@ def test_the_page_numbers_are_read_off_the_record(planted):
     numbers = page_numbers(result)
     drop = result.layer_drop
     assert numbers["top_layer"] == 0 and numbers["runner_up"] == 1
-    assert numbers["runner_drop"] == pytest.approx(1000 * drop[1].item())
-    assert numbers["top_drop"] == pytest.approx(1000 * drop[0].item())
+    assert numbers["runner_drop"] == pytest.approx(drop[1].item())
+    assert numbers["top_drop"] == pytest.approx(drop[0].item())
     assert numbers["num_all"] == 4 and numbers["last_layer"] == 1
     assert result.exact_head == (0, 0)  # head h // 4 of layer 0
     assert (numbers["n_orders"], numbers["n_curves"]) == (5, 2)

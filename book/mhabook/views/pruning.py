@@ -83,14 +83,14 @@ def behaviour_scatter(result):
     layer_of = torch.arange(L).repeat_interleave(h)
     points = top.scatter(
         result.shares["special"].flatten(),
-        1000 * result.importance.flatten(),
+        result.importance.flatten(),
         c=layer_of,
         cmap="viridis",
         s=14,
     )
     top.set_yscale("log")
     top.set_xlabel("share of attention on [CLS]/[SEP]")
-    top.set_ylabel("drop in fidelity\n(thousandths)")
+    top.set_ylabel("drop in fidelity")
     top.set_title(
         f"all heads: rank correlation {result.correlation['special']:+.2f}"
     )
@@ -115,7 +115,7 @@ def behaviour_scatter(result):
 
 def page_numbers(result):
     """{glue name: value}: every number heads_needed.ipynb states, read
-    off its `HeadsNeeded` record (importances in thousandths)."""
+    off its `HeadsNeeded` record."""
     r, top, runner_up = result, result.top_layer, result.runner_up
     return {
         "num_all": r.num_layers * r.num_heads,
@@ -124,10 +124,10 @@ def page_numbers(result):
         # 1. one head removed two ways: glued by the page's own cell
         # 2. each head alone
         "top_layer": top,
-        "top_drop": 1000 * r.layer_drop[top].item(),
+        "top_drop": r.layer_drop[top].item(),
         "runner_up": runner_up,
-        "runner_drop": 1000 * r.layer_drop[runner_up].item(),
-        "median_drop": 1000 * r.importance.median().item(),
+        "runner_drop": r.layer_drop[runner_up].item(),
+        "median_drop": r.importance.median().item(),
         "n_choose": r.n_choose,
         "split_half": r.split_half,
         "split_bar": r.split_bar,

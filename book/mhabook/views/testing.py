@@ -255,7 +255,7 @@ def answers(c1, pattern, up_before, p):
                 "none": "No",
                 "some": "In one half of the pairs",
                 "most": "In one half of the pairs",
-                "all": "Only as a look-alike",
+                "all": "Only as a pattern place could make",
             },
         ),
         (
@@ -273,7 +273,7 @@ def answers(c1, pattern, up_before, p):
             "coref_answer",
             "above",
             (p.margin, 0.0),
-            {True: "Yes", False: "Cannot tell"},
+            {True: "Yes", False: "The test is too small to tell"},
         ),
     ]
 
