@@ -179,8 +179,8 @@ def paired_ratio(times, a, b, seed=0, over=None):
 
 @dataclass
 class Term:
-    """A time in seconds: a median over repeats and a
-    95% bootstrap interval of it (as paired_ratio's)."""
+    """A time in seconds: a median over repeats and a 95% bootstrap
+    interval of it (as paired_ratio's)."""
 
     median: float
     low: float
