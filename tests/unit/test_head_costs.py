@@ -142,7 +142,7 @@ def test_page_verdicts_judge_ratios_as_printed_and_differences_by_sign():
         "batched_long": "not clearly faster or slower than",  # 0.80 to 1.12
         "products_short": "slower than",
         "softmax_most": "slower than",
-        "fused_short": "slower, perhaps by under 10%, than",  # 1.06 to 1.08
+        "fused_short": "slower, by an uncertain margin, than",  # 1.06 to 1.08
         "fused_long": "not clearly faster or slower than",  # 0.78 to 1.00
     }
     record.head_counts = (2, 4)  # a reader's counts: h = 2 still batches

@@ -192,8 +192,8 @@ THAN = {  # a paired ratio of times against 1 +- MATTERS, as printed
     "near_less": "not clearly faster or slower than",
     "near_more": "not clearly faster or slower than",
     # all on one side of 1, but not all beyond the margin
-    "under": f"faster, perhaps by under {MATTERS:.0%}, than",
-    "over": f"slower, perhaps by under {MATTERS:.0%}, than",
+    "under": "faster, by an uncertain margin, than",
+    "over": "slower, by an uncertain margin, than",
     "wide": "not clearly faster or slower than",  # crosses both edges
 }
 EFFECT = {  # the batched/loop ratio at most heads over at fewest, paired
