@@ -361,6 +361,11 @@ def test_jobs_done_counts_word_jobs_and_leaves_out_parking():
     assert study.jobs_done == 1
     study.grammar = dataclasses.replace(done, name=jobs.GRAMMAR)
     assert study.jobs_done == 2  # the grammar job is a word job
+    assert study.jobs_beyond == 0  # no place score: nan beats nothing
+    study.grammar = dataclasses.replace(study.grammar, place=0.9)
+    assert study.jobs_beyond == 1  # 0.98, its low end, above place
+    study.jobs[0] = dataclasses.replace(study.jobs[0], place=1.0)
+    assert study.jobs_beyond == 1  # next word: a fixed distance scores 1
     names = ["next word", jobs.GRAMMAR]
     assert [job.name for job in study.word_jobs] == names
     assert study.job("[CLS]") is done

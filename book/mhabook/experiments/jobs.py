@@ -594,6 +594,13 @@ class RealHeads:
         return sum(job.does_job for job in self.word_jobs)
 
     @property
+    def jobs_beyond(self):
+        """How many of `word_jobs` have a head whose whole held-out
+        interval beats the best fixed distance by share: none can at a
+        job that is one (previous, next word)."""
+        return sum(job.share_vs_place == "more" for job in self.word_jobs)
+
+    @property
     def grammar_rows(self):
         """[(words between, share, top), ...], one per held-out noun phrase:
         how many words stand between its determiner and its noun, the share

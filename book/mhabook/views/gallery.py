@@ -287,10 +287,7 @@ def page_verdicts(study, first, checkpoint):
     have = {"none": "none has", "some": count, "most": count}
     have["all"] = "each has"
     look = {True: "mostly there", False: "mostly elsewhere"}
-    # by share, the heads of word jobs whose whole interval beats the best
-    # fixed distance: none can at a job that is one (previous, next word)
-    k = sum(job.share_vs_place == "more" for job in study.word_jobs)
-    n = len(study.word_jobs)
+    k, n = study.jobs_beyond, len(study.word_jobs)  # heads beyond place
     beyond = {"none": "no head here beats its fixed distance"}
     beyond["all"] = "every head here beats its fixed distance"
     beyond["some"] = f"{k} of {n} heads beat their fixed distance"
