@@ -116,8 +116,8 @@ GROWTH = {  # the time's growth over its arithmetic's, against 1 +- MATTERS
     "less": "below its arithmetic's",
     "more": "above its arithmetic's",
     "same": f"within {MATTERS:.0%} of its arithmetic's",
-    "under": "below its arithmetic's, by an uncertain margin",
-    "over": "above its arithmetic's, by an uncertain margin",
+    "under": "below its arithmetic's",  # all below 1, the size printed
+    "over": "above its arithmetic's",
     "near_less": "not clearly above or below its arithmetic's",
     "near_more": "not clearly above or below its arithmetic's",
     "wide": "not clearly above or below its arithmetic's",
