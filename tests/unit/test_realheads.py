@@ -828,7 +828,7 @@ def test_the_page_finds_the_planted_claim_heads():
     assert realheads.head8_counts(l0)[1] == 0  # the word before wins nowhere
     assert found["c2_forward"][0] is found["swap_holds"][0] is True
     assert found["same_head"] == (True, "the same head")  # one planted
-    assert found["same_sense"] == (True, "still shows it")
+    assert found["same_sense"] == (True, "still shows the pattern")
     assert found["c2_upper"][0] == "same"  # layer 1 spreads evenly
     assert found["claim_coref"][0] is True
     assert found["norm_verdict"][0] is True

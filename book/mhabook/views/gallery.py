@@ -286,7 +286,7 @@ def page_verdicts(study, first, checkpoint):
     count = f"{done} {'has' if done == 1 else 'have'}"
     have = {"none": "none has", "some": count, "most": count}
     have["all"] = "each has"
-    look = {True: "mostly there", False: "mostly elsewhere"}
+    look = {True: "mostly", False: "only in part"}
     k, n = study.jobs_beyond, len(study.word_jobs)  # heads beyond place
     beyond = {"none": "no head here beats its fixed distance"}
     beyond["all"] = "every head here beats its fixed distance"

@@ -191,9 +191,9 @@ THAN = {  # a paired ratio of times against 1 +- MATTERS, as printed
     # median can lie on the other side of 1 (blind reads 84 and 85)
     "near_less": "not clearly faster or slower than",
     "near_more": "not clearly faster or slower than",
-    # all on one side of 1, but not all beyond the margin: the interval
-    # beats the spread, and the printed ratio gives the size (blind reads
-    # 283 and 284 took "perhaps by under 10%" for the size)
+    # all on one side of 1, but not all beyond the margin: `than` gives
+    # the size as the interval's percentages (reads 283-284 took "perhaps
+    # by under 10%" for the size; read 286 found a bare "faster" too sure)
     "under": "faster than",
     "over": "slower than",
     "wide": "not clearly faster or slower than",  # crosses both edges
@@ -207,6 +207,24 @@ FEW_BATCH = {  # whether the fewest heads timed is 1, as the text assumes
     True: "with no heads to batch",
     False: "with fewer heads to batch",
 }
+
+
+def percents(a, b):
+    """'2–10%': two fractions as a range of percentages."""
+    return f"{round(100 * a)}–{round(100 * b)}%"
+
+
+def than(ratio):
+    """THAN for one PairedRatio of times, as printed (`shown`): where its
+    interval lies on one side of 1 but not all beyond MATTERS, the phrase
+    gives the interval as percentages, in this build's words: 'faster in
+    this build, by 2–10%, than'."""
+    low, high = shown(ratio).low, shown(ratio).high
+    less, more = percents(1 - high, 1 - low), percents(low - 1, high - 1)
+    return THAN | {
+        "under": f"faster in this build, by {less}, than",
+        "over": f"slower in this build, by {more}, than",
+    }
 
 
 def page_verdicts(r):
@@ -224,7 +242,7 @@ def page_verdicts(r):
         ("fused_long", r.fused_batched[long]),
     ]
     return [
-        (name, "ratio_margin", shown(ratio).beyond(MATTERS), THAN)
+        (name, "ratio_margin", shown(ratio).beyond(MATTERS), than(ratio))
         for name, ratio in ratios
     ] + [
         ("few_batch", "above", (int(r.head_counts[0] == 1), 0), FEW_BATCH),

@@ -7,7 +7,7 @@ from IPython.display import Markdown
 from matplotlib import pyplot as plt
 
 from ..experiments.costs import PairedRatio
-from .head_costs import MATTERS, number, ratio_text
+from .head_costs import MATTERS, number, percents, ratio_text
 
 
 def markdown_table(header, rows):
@@ -132,6 +132,11 @@ def page_verdicts(r):
     stack, one, grow = t.stack_speedup, t.speedup, t.growth_without
     closer = {"clearly": "clearly closer to", "barely": "barely closer to"}
     closer |= {"neither": "not measurably closer to", "below": "farther from"}
+    low, high = grow.low / t.flop_growth, grow.high / t.flop_growth
+    by_how_much = {  # on one side of 1, not all beyond MATTERS
+        "under": f"below its arithmetic's, by {percents(1 - high, 1 - low)}",
+        "over": f"above its arithmetic's, by {percents(low - 1, high - 1)}",
+    }
     fall = t.first_fall  # (S, next S) where the cached median fell, or None
     fell = f"fell from S = {fall[0]} to {fall[1]}" if fall else "fell"
     return [
@@ -156,8 +161,8 @@ def page_verdicts(r):
         (
             "growth_vs_flops",  # its growth over its arithmetic's, as THAN
             "ratio_margin",
-            (grow.low / t.flop_growth, grow.high / t.flop_growth, MATTERS),
-            GROWTH,
+            (low, high, MATTERS),
+            GROWTH | by_how_much,
         ),
         (
             "cached_steady",

@@ -314,7 +314,10 @@ def page_verdicts(results):
             "same_sense",  # the same head on pairs whose B copies A
             "above",
             (int(results.same_sense.pattern_holds), 0),
-            {True: "still shows it", False: "no longer shows it"},
+            {
+                True: "still shows the pattern",
+                False: "no longer shows the pattern",
+            },
         ),
         (
             "same_sense_means",
