@@ -191,11 +191,8 @@ THAN = {  # a paired ratio of times against 1 +- MATTERS, as printed
     # median can lie on the other side of 1 (blind reads 84 and 85)
     "near_less": "not clearly faster or slower than",
     "near_more": "not clearly faster or slower than",
-    # all on one side of 1, but not all beyond the margin: `than` gives
-    # the size as the interval's percentages (reads 283-284 took "perhaps
-    # by under 10%" for the size; read 286 found a bare "faster" too sure)
-    "under": "faster than",
-    "over": "slower than",
+    # "under" and "over", all on one side of 1 but not all beyond the
+    # margin, come from `than`, with the interval's size (reads 283-286)
     "wide": "not clearly faster or slower than",  # crosses both edges
 }
 EFFECT = {  # the batched/loop ratio at most heads over at fewest, paired

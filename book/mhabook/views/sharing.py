@@ -112,12 +112,11 @@ SAME = {  # the stack's ratio against one layer's, widened by MATTERS
 }
 
 
-GROWTH = {  # the time's growth over its arithmetic's, against 1 +- MATTERS
+GROWTH = {  # the time's growth over its arithmetic's, against 1 +- MATTERS;
+    # "under" and "over" are added with their size by `page_verdicts`
     "less": "below its arithmetic's",
     "more": "above its arithmetic's",
     "same": f"within {MATTERS:.0%} of its arithmetic's",
-    "under": "below its arithmetic's",  # all below 1, the size printed
-    "over": "above its arithmetic's",
     "near_less": "not clearly above or below its arithmetic's",
     "near_more": "not clearly above or below its arithmetic's",
     "wide": "not clearly above or below its arithmetic's",
