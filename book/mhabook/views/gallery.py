@@ -341,7 +341,7 @@ def page_verdicts(study, first, checkpoint):
             "above",
             (int(study.flies.pattern_holds), 0),
             {
-                True: "shows a pattern that place could make",
+                True: "draws its pattern, without word sense",
                 False: "shows no clear pattern",
             },
         ),
