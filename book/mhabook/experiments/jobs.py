@@ -546,23 +546,6 @@ class RealHeads:
         return [*self.gallery_jobs, (label, *flies)]
 
     @property
-    def flies_tops(self):
-        """(a, b, n): of the n held-out (odd) pairs of `flies_pairs`, on how
-        many the head of `flies` gives A's target the most weight of all
-        the words "flies" in A reads (a), and one of B's two targets the
-        most of all the words "flies" in B reads (b)."""
-        a = b = 0
-        held_out = self.flies_pairs[1::2]
-        for ex in held_out:
-            at = list(ex["flies"])  # "flies" in A, in B
-            rows = ex["attention"][0, self.flies.head, at]  # (2, T)
-            rows = rows.masked_fill(~rh.is_word(ex), -1.0)  # words only
-            top = rows.argmax(-1).tolist()
-            a += top[0] == ex["targets"][0]
-            b += top[1] in ex["targets"][1:]
-        return a, b, len(held_out)
-
-    @property
     def gallery_jobs(self):
         """The gallery's rows: `jobs`, then `grammar`."""
         return [*self.jobs, self.grammar]
@@ -691,28 +674,17 @@ class RealHeads:
         """{name: value}: the numbers the page glues. `first` (default
         the first job) is the job whose head the head view opens on."""
         first = self.jobs[0] if first is None else first
-        flies, tops = self.flies, self.flies_tops
-        each_job = {}  # job0_layer, job0_head, job0_share, job1_layer, ...
-        for k, job in enumerate(self.jobs):
-            each_job |= {
-                f"job{k}_layer": job.layer,
-                f"job{k}_head": job.head,
-                f"job{k}_share": job.held_out,
-                f"job{k}_even": job.even,
-            }
+        flies = self.flies
         return {
             "n_pairs": len(self.pairs),
             "n_sentences": len(self.sentences),
             "n_word_jobs": len(self.word_jobs),
-            "jobs_done_n": self.jobs_done,
             "clear_share": CLEAR,
-            **each_job,
             "first_layer": first.layer,
             "first_head": first.head,
             "first_job": first.name,
             "first_target": TARGETS.get(first.name, "its targets"),
             "first_share": first.held_out,
-            "first_even": first.even,
             "n_flies": self.n_flies,
             "flies_head": flies.head,
             # the least-lifted target: 1 is an even share
@@ -721,14 +693,8 @@ class RealHeads:
             "flies_lift_high": flies.score.high,
             # on the source's pair, the word "flies" in A weights most
             "flies_top": self.source_top[0],
-            "flies_top_weight": self.source_rows[
-                0, self.source_top_at[0]
-            ].item(),
             "largest": self.largest_difference,
-            "flies_layer": flies.layer,
-            "layer_heads": self.attention.shape[1],  # the search's choice
-            # held out, the pairs whose "flies" weights its target(s) most
-            **dict(zip(("flies_a_top", "flies_b_top", "flies_n"), tops)),
+            "flies_n": len(self.flies_pairs[1::2]),  # the held-out pairs
             **self.grammar_numbers(),
         }
 
