@@ -301,7 +301,7 @@ def test_the_export_leaves_out_rows_no_text_reaches(exported, checkpoint):
     expected = ablation_run(model, inputs)
     got = live.onnx_outputs(trimmed, inputs)
     assert (got[0] - expected[0]).abs().max() < live.TOLERANCE
-    assert (got[2] - expected[2]).abs().max() < 1e-2
+    assert (got[2] - expected[2]).abs().max() < live.HIDDEN_TOLERANCE
     ids = inputs["input_ids"].clone()
     unknown = ids.clone()
     ids[0, 1] = tokenizer.convert_tokens_to_ids("[unused0]")
@@ -332,6 +332,10 @@ def test_the_lab_opens_where_the_pronoun_links_most_and_checks_onnx(
     assert opening.off == f"layer {opening.layer} off"
     assert opening.head_mask[opening.layer].sum() == 0
     assert opening.distance < live.TOLERANCE
+    # the switch is checked where it acts: the last layer's heads off
+    # change no attention weight, but they move the last hidden states
+    assert opening.mask_distance < live.HIDDEN_TOLERANCE
+    assert opening.mask_moves > 10 * opening.mask_distance
     numbers = opening.numbers(exported)
     assert numbers["live_tokens"] == len(opening.tokens) == 9
     assert numbers["live_pronoun"] == "fruit"
