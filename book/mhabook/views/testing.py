@@ -255,7 +255,7 @@ def answers(c1, pattern, up_before, p):
                 "none": "No",
                 "some": "In one half of the pairs",
                 "most": "In one half of the pairs",
-                "all": "At least weakly, without word sense",
+                "all": "In a weak form, without word sense",
             },
         ),
         (
