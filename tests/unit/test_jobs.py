@@ -444,6 +444,12 @@ def test_the_study_runs_on_a_random_bert_and_finds_no_job_there(tmp_path):
     assert numbers["n_flies"] == len(rh.load_table(rh.SETS["flies"]))
     assert numbers["flies_n"] == numbers["n_flies"] // 2  # the odd pairs
     assert numbers["flies_head"] == flies.head
+    # the copy control: the same head, on the pairs with B a copy of A
+    assert (study.copy_control.layer, study.copy_control.head) == (
+        0,
+        flies.head,
+    )
+    assert numbers["copy_lift"] == study.copy_control.score.mean
     assert numbers["clear_share"] == jobs.CLEAR
     # the head-8 paragraph reads layer 0, as the page testing_heads does
     assert flies.layer == 0 and swapped.layer == 0

@@ -536,6 +536,9 @@ class RealHeads:
     source_top_at: list
     largest_difference: float  # the chapter's layers against the model's
     flies_pairs: list = ()  # the pairs of flies_pairs.tsv, run
+    # `flies`'s head on the same pairs with sentence B a copy of A, so that
+    # both "flies" are verbs (`realheads.place_control`)
+    copy_control: rh.FliesTest | None = None
 
     @property
     def presets(self):
@@ -691,6 +694,7 @@ class RealHeads:
             "flies_lift": flies.score.mean,
             "flies_lift_low": flies.score.low,
             "flies_lift_high": flies.score.high,
+            "copy_lift": self.copy_control.score.mean,  # B a copy of A
             # on the source's pair, the word "flies" in A weights most
             "flies_top": self.source_top[0],
             "largest": self.largest_difference,
@@ -804,4 +808,5 @@ def real_heads_results(model, tokenizer, text_a, text_b):
         source_top_at=claim.source_top_at,
         largest_difference=chapter_difference(model, hidden_states, attention),
         flies_pairs=flies,
+        copy_control=rh.place_control(model, tokenizer, claim.layer0),
     )
