@@ -501,6 +501,7 @@ def test_the_study_runs_on_a_random_bert_and_finds_no_job_there(tmp_path):
         "grammar_share_box",
         "first_look",
         "flies_draws",
+        "copy_passes",
     ]
     for name, rule, args, phrases in verdicts:
         decide(rule, args, phrases)

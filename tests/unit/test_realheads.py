@@ -740,6 +740,11 @@ def test_testing_results_on_a_random_bert_find_no_claim_2():
     same = results.same_sense
     assert (same.layer, same.head) == (0, results.claim2.layer0.head)
     assert len(same.score.values) == len(results.claim2.layer0.score.values)
+    upper = results.upper_same_sense  # and the best head above layer 0
+    assert (upper.layer, upper.head) == (
+        results.claim2.upper.layer,
+        results.claim2.upper.head,
+    )
     # section 4's gallery, for its table of intervals
     from mhabook.experiments import jobs
 
@@ -806,6 +811,9 @@ def planted_results(flies_heads=((0, 1),), head=claim_head):
         # the control reads the planted pairs themselves: where place alone
         # draws the pattern, the copies pass as the pairs do
         same_sense=flies_test(flies, layer=0, head=claim2.layer0.head),
+        upper_same_sense=flies_test(
+            flies, layer=claim2.upper.layer, head=claim2.upper.head
+        ),
     )
 
 
@@ -830,11 +838,13 @@ def test_the_page_finds_the_planted_claim_heads():
     assert found["same_head"] == (True, "the same head")  # one planted
     assert found["same_sense"] == (True, "still shows the pattern")
     assert found["c2_upper"][0] == "same"  # layer 1 spreads evenly
+    assert found["upper_same_sense"] == (False, "does not show the pattern")
     assert found["claim_coref"][0] is True
     assert found["norm_verdict"][0] is True
     upper = outcomes(planted_results(flies_heads=((1, 0),)))
     assert upper["c2_upper"] == ("more", "is above an even share")
     assert upper["pattern_halves"][0] == "none"  # layer 0 spreads evenly
+    assert upper["upper_same_sense"] == (True, "also shows the pattern")
 
 
 def test_the_page_verdicts_flip_when_the_planted_heads_are_removed():

@@ -1333,6 +1333,8 @@ class TestingHeads:
     # "flies" verbs, B's targets where the real B's stand): a control for
     # place (`same_sense_examples`)
     same_sense: FliesTest | None = None
+    # the same control for claim 2's best head above layer 0
+    upper_same_sense: FliesTest | None = None
     gallery: list | None = None  # section 4's rows (`jobs.gallery_jobs`)
 
 
@@ -1368,5 +1370,6 @@ def testing_results(model, tokenizer, draws=1000, sims=2000, seed=0):
         by_weight=by_weight,
         by_norm=by_norm,
         same_sense=place_control(model, tokenizer, claim2.layer0, seed),
+        upper_same_sense=place_control(model, tokenizer, claim2.upper, seed),
         gallery=gallery_jobs(model, tokenizer),
     )

@@ -336,4 +336,10 @@ def page_verdicts(study, first, checkpoint):
                 False: "fails a weak test of the picture",
             },
         ),
+        (
+            "copy_passes",  # the same test, with B a copy of A
+            "above",
+            (int(study.copy_control.pattern_holds), 0),
+            {True: "still passes the test", False: "fails the test"},
+        ),
     ]

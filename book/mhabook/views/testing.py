@@ -181,6 +181,7 @@ def page_numbers(results):
         "swap_head": swapped.head,
         **_estimate("swap_score", swapped.score),
         **_estimate("same_score", results.same_sense.score),  # B copies A
+        **_estimate("upper_same_score", results.upper_same_sense.score),
         # claim 2 in layers 1 and up, and the power of its test
         "upper_layer": upper.layer,
         "upper_head": upper.head,
@@ -317,6 +318,15 @@ def page_verdicts(results):
             {
                 True: "still shows the pattern",
                 False: "no longer shows the pattern",
+            },
+        ),
+        (
+            "upper_same_sense",  # the head above layer 0, B a copy of A
+            "above",
+            (int(results.upper_same_sense.pattern_holds), 0),
+            {
+                True: "also shows the pattern",
+                False: "does not show the pattern",
             },
         ),
         (
