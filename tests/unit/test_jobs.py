@@ -502,6 +502,7 @@ def test_the_study_runs_on_a_random_bert_and_finds_no_job_there(tmp_path):
         "first_look",
         "flies_draws",
         "copy_passes",
+        "copy_means",
     ]
     for name, rule, args, phrases in verdicts:
         decide(rule, args, phrases)

@@ -845,6 +845,8 @@ def test_the_page_finds_the_planted_claim_heads():
     assert upper["c2_upper"] == ("more", "is above an even share")
     assert upper["pattern_halves"][0] == "none"  # layer 0 spreads evenly
     assert upper["upper_same_sense"] == (True, "also shows the pattern")
+    # the control reads the planted pairs themselves: the same score
+    assert upper["upper_same_vs"][0] == "same"
 
 
 def test_the_page_verdicts_flip_when_the_planted_heads_are_removed():

@@ -342,4 +342,13 @@ def page_verdicts(study, first, checkpoint):
             (int(study.copy_control.pattern_holds), 0),
             {True: "still passes the test", False: "fails the test"},
         ),
+        (
+            "copy_means",  # what the copy control says of the pass
+            "above",
+            (int(study.copy_control.pattern_holds), 0),
+            {
+                True: "So its pass needs no sense",
+                False: "So B's own words may matter",
+            },
+        ),
     ]

@@ -330,6 +330,21 @@ def page_verdicts(results):
             },
         ),
         (
+            "upper_same_vs",  # its score on the copies against the real
+            "compare",
+            (
+                results.upper_same_sense.score.low,
+                results.upper_same_sense.score.high,
+                c2.upper.score.low,
+                c2.upper.score.high,
+            ),
+            {
+                "less": "below the real pairs' score",
+                "same": "close to the real pairs' score",
+                "more": "above the real pairs' score",
+            },
+        ),
+        (
             "same_sense_means",
             "above",
             (int(results.same_sense.pattern_holds), 0),
