@@ -142,7 +142,7 @@ def test_page_verdicts_judge_ratios_as_printed_and_differences_by_sign():
         "batched_long": "not clearly faster or slower than",  # 0.80 to 1.12
         "products_short": "slower than",
         "softmax_most": "slower than",
-        "fused_short": "slower, by 6–8%, than",
+        "fused_short": "slower in this build, by 6–8%, than",
         "fused_long": "not clearly faster or slower than",  # 0.78 to 1.00
     }
     record.head_counts = (2, 4)  # a reader's counts: h = 2 still batches
@@ -166,8 +166,8 @@ def test_each_timing_phrase_points_the_way_its_ratio_does():
     # direction holds, and the phrase gives its size as the interval's
     # percentages (reads 283-284 and 286), rounded as the ratio is printed
     less = head_costs.than(PairedRatio(0.95, 0.901, 0.98))
-    assert less["under"] == "faster, by 2–10%, than"
+    assert less["under"] == "faster in this build, by 2–10%, than"
     more = head_costs.than(PairedRatio(1.06, 1.004, 1.19))
-    assert more["over"] == "slower, by 0–19%, than"
+    assert more["over"] == "slower in this build, by 0–19%, than"
     assert less["less"] == than["less"] and more["more"] == than["more"]
     assert all(len(p.split()) < 8 for p in (*less.values(), *more.values()))

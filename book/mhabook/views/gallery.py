@@ -332,22 +332,22 @@ def page_verdicts(study, first, checkpoint):
             "above",
             (int(study.flies.pattern_holds), 0),
             {
-                True: "passes a weak test of the picture",
-                False: "fails a weak test of the picture",
+                True: "clears a low bar",
+                False: "misses even a low bar",
             },
         ),
         (
             "copy_passes",  # the same test, with B a copy of A
             "above",
             (int(study.copy_control.pattern_holds), 0),
-            {True: "still passes the test", False: "fails the test"},
+            {True: "still clears it", False: "misses it"},
         ),
         (
             "copy_means",  # what the copy control says of the pass
             "above",
             (int(study.copy_control.pattern_holds), 0),
             {
-                True: "So its pass needs no sense",
+                True: "So clearing it needs no sense",
                 False: "So B's own words may matter",
             },
         ),

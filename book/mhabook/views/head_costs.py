@@ -214,12 +214,13 @@ def percents(a, b):
 def than(ratio):
     """THAN for one PairedRatio of times, as printed (`shown`): where its
     interval lies on one side of 1 but not all beyond MATTERS, the phrase
-    gives the interval as percentages: 'faster, by 2–10%, than'."""
+    gives the interval as percentages: 'faster in this build, by 2–10%,
+    than'."""
     low, high = shown(ratio).low, shown(ratio).high
     less, more = percents(1 - high, 1 - low), percents(low - 1, high - 1)
     return THAN | {
-        "under": f"faster, by {less}, than",
-        "over": f"slower, by {more}, than",
+        "under": f"faster in this build, by {less}, than",
+        "over": f"slower in this build, by {more}, than",
     }
 
 

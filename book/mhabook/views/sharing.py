@@ -107,8 +107,8 @@ def against_band(ratio, low, high, margin=MATTERS):
 
 SAME = {  # the stack's ratio against one layer's, widened by MATTERS
     "same": "are too close for the 10% rule",
-    "more": "differ, the stack's being larger",
-    "less": "differ, the stack's being smaller",
+    "more": "differ in this build, the stack's larger",
+    "less": "differ in this build, the stack's smaller",
 }
 
 
