@@ -257,7 +257,7 @@ AFTER[False] = "The head stops at the noun"
 
 
 # The grammar head's held-out share against the best fixed distance's
-# (`Job.share_vs_place`), for section 4.2, beside its hit rate.
+# (`Job.share_vs_place`), for section 4.3, beside its hit rate.
 SHARE_PLACE = {
     "more": "By share, it beats every fixed distance",
     "same": "By share, it ties a fixed distance",
@@ -273,7 +273,7 @@ SHARE_BOX = {
 }
 
 
-# Whether section 4.3's head clears its low bar (`FliesTest.pattern_holds`).
+# Whether section 4.1's head clears its low bar (`FliesTest.pattern_holds`).
 CLEARS = {True: "clears it", False: "misses it"}
 
 
@@ -297,7 +297,7 @@ def page_verdicts(study, first, checkpoint):
     beyond["some"] = f"{k} of {n} heads beat their fixed distance"
     beyond["most"] = beyond["some"]
     grammar, top = study.grammar, study.grammar_numbers()
-    held = int(study.flies.pattern_holds)  # section 4.3's low bar
+    held = int(study.flies.pattern_holds)  # section 4.1's low bar
     copied = int(study.copy_control.pattern_holds)  # with B a copy of A
     return [
         ("model_phrase", "above", (int(checkpoint.is_bundled), 0), MODEL),
@@ -345,7 +345,10 @@ def page_verdicts(study, first, checkpoint):
             "copy_box",  # the same, in the box
             "above",
             (copied, 0),
-            {True: "passes the test even", False: "fails the test"},
+            {
+                True: "passes its test, so needs no sense",
+                False: "fails, so B's own words may matter",
+            },
         ),
         (
             "copy_means",  # what the copy control says of the pass

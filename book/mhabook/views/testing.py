@@ -254,9 +254,9 @@ def answers(c1, pattern, up_before, p):
             (pattern, 2),
             {
                 "none": "No",
-                "some": "In one half of the pairs",
-                "most": "In one half of the pairs",
-                "all": "Above a low bar, without word sense",
+                "some": "In one of two tries",
+                "most": "In one of two tries",
+                "all": "Yes",
             },
         ),
         (
@@ -316,8 +316,8 @@ def page_verdicts(results):
             "above",
             (int(results.same_sense.pattern_holds), 0),
             {
-                True: "still shows the pattern",
-                False: "no longer shows the pattern",
+                True: "still passes the test",
+                False: "no longer passes the test",
             },
         ),
         (
@@ -325,8 +325,8 @@ def page_verdicts(results):
             "above",
             (int(results.upper_same_sense.pattern_holds), 0),
             {
-                True: "also shows the pattern",
-                False: "does not show the pattern",
+                True: "also passes the test",
+                False: "does not pass the test",
             },
         ),
         (
