@@ -126,7 +126,10 @@ def test_page_verdicts_judge_ratios_as_printed_and_differences_by_sign():
         5: PairedRatio(1.07, 1.06, 1.08),  # slower, by less than 10%
         9: PairedRatio(0.95, 0.78, 0.9996),
     }
-    record.batched_loop_few = {5: PairedRatio(0.7, 0.65, 0.75)}  # at h = 1
+    record.batched_loop_few = {  # at h = 1
+        5: PairedRatio(0.7, 0.65, 0.75),
+        9: PairedRatio(1.04, 1.01, 1.08),  # slower, inside the margin
+    }
     record.heads_gain = PairedRatio(0.8, 0.7, 0.9)  # the two, paired
     record.softmax_heads = PairedRatio(11.9, 10.8, 14.2)
     record.products_ratio = PairedRatio(1.8, 1.6, 2.2)
@@ -139,10 +142,11 @@ def test_page_verdicts_judge_ratios_as_printed_and_differences_by_sign():
         "heads_effect": "lowers",  # paired: 0.7 to 0.9, all below 1
         "few_batch": "with no heads to batch",  # the fewest heads: 1
         "batched_few": "faster than",  # 0.65 to 0.75 at h = 1
+        "batched_long_few": "barely slower here, by 1–8%, than",
         "batched_long": "not clearly faster or slower than",  # 0.80 to 1.12
         "products_short": "slower than",
         "softmax_most": "slower than",
-        "fused_short": "slower in this build, by 6–8%, than",
+        "fused_short": "barely slower here, by 6–8%, than",
         "fused_long": "not clearly faster or slower than",  # 0.78 to 1.00
     }
     record.head_counts = (2, 4)  # a reader's counts: h = 2 still batches
@@ -166,7 +170,9 @@ def test_each_timing_phrase_points_the_way_its_ratio_does():
     # direction holds, and the phrase gives its size as the interval's
     # percentages (reads 283-284 and 286), rounded as the ratio is printed
     less = head_costs.than(PairedRatio(0.95, 0.901, 0.98))
-    assert less["under"] == "faster in this build, by 2–10%, than"
+    assert less["under"] == "barely faster here, by 2–10%, than"
+    wider = head_costs.than(PairedRatio(0.95, 0.88, 0.98))  # past 0.9
+    assert wider["under"] == "faster in this build, by 2–12%, than"
     more = head_costs.than(PairedRatio(1.06, 1.004, 1.19))
     assert more["over"] == "slower in this build, by 0–19%, than"
     assert less["less"] == than["less"] and more["more"] == than["more"]

@@ -525,6 +525,8 @@ class HeadsNeeded:
     split_bar: float  # what 95% of shuffles stay below
     split_rest: float  # the same without the top layer's heads
     split_bar_rest: float
+    split_within: float  # the same within each layer, averaged
+    split_bar_within: float  # what 95% of within-layer shuffles stay below
     # 3. the paraphrase task, and many heads removed
     n_rows: int
     task_full: float  # share of rows right, every head in place
@@ -808,6 +810,10 @@ def heads_needed_results(
         split_bar=split_bar,
         split_rest=rank_correlation(halves[0][others], halves[1][others]),
         split_bar_rest=split_bar_rest,
+        split_within=within_layer_correlation(*halves),
+        split_bar_within=within_layer_chance(
+            *halves, 0.95, torch.Generator().manual_seed(2)
+        ),
         n_rows=n,
         task_full=task_full,
         task_none=task_none,

@@ -165,6 +165,7 @@ def page_numbers(r):
         "min_run_ms": r.min_run_time * 1e3,
         "ratio_short": ratio_text(r.batched_loop[short]),
         "ratio_short_few": ratio_text(r.batched_loop_few[short]),
+        "ratio_long_few": ratio_text(r.batched_loop_few[long]),
         "heads_gain": ratio_text(r.heads_gain),
         "ratio_short_of_medians": number(r.batched_loop[short].of_medians),
         "ratio_long_of_medians": number(r.batched_loop[long].of_medians),
@@ -214,13 +215,17 @@ def percents(a, b):
 def than(ratio):
     """THAN for one PairedRatio of times, as printed (`shown`): where its
     interval lies on one side of 1 but not all beyond MATTERS, the phrase
-    gives the interval as percentages: 'faster in this build, by 2–10%,
-    than'."""
+    gives the interval as percentages: 'faster in this build, by 2–12%,
+    than', or 'barely faster here, by 2–9%, than' when all of it is inside
+    MATTERS."""
     low, high = shown(ratio).low, shown(ratio).high
     less, more = percents(1 - high, 1 - low), percents(low - 1, high - 1)
+    where = "in this build"  # all of it inside the margin: barely, here
+    faster = "barely faster here" if low >= 1 - MATTERS else f"faster {where}"
+    slower = "barely slower here" if high <= 1 + MATTERS else f"slower {where}"
     return THAN | {
-        "under": f"faster in this build, by {less}, than",
-        "over": f"slower in this build, by {more}, than",
+        "under": f"{faster}, by {less}, than",
+        "over": f"{slower}, by {more}, than",
     }
 
 
@@ -233,6 +238,7 @@ def page_verdicts(r):
         ("batched_short", r.batched_loop[short]),
         ("batched_long", r.batched_loop[long]),
         ("batched_few", r.batched_loop_few[short]),
+        ("batched_long_few", r.batched_loop_few[long]),
         ("products_short", r.products_ratio),
         ("softmax_most", r.softmax_heads),
         ("fused_short", r.fused_batched[short]),

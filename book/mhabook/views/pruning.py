@@ -133,6 +133,8 @@ def page_numbers(result):
         "split_bar": r.split_bar,
         "split_rest": r.split_rest,
         "split_bar_rest": r.split_bar_rest,
+        "split_within": r.split_within,
+        "split_bar_within": r.split_bar_within,
         # 3. many heads, and the paraphrase task
         "n_rows": r.n_rows,
         "task_full": r.task_full,
@@ -207,6 +209,16 @@ def page_verdicts(result):
                 "positive": "agrees with",
                 "negative": "reverses",
                 "neither": "is not measurably related to",
+            },
+        ),
+        (
+            "split_within_verdict",  # a head's place in its layer's order
+            "sign",
+            (r.split_within, r.split_bar_within),
+            {
+                "positive": "repeats",
+                "negative": "reverses",
+                "neither": "does not measurably repeat",
             },
         ),
         (
