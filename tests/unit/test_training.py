@@ -190,15 +190,22 @@ def test_heads_learn_scores_every_run_on_the_held_out_set():
     inside = dataclasses.replace(
         runs,
         settings=((1e-3, 1), (1e-2, 2), (1e-1, 3)),
+        setting_scores=(0.5, 0.9, 0.7),
+        one_head_setting=(1e-2, 2),
     )
     # neither the lowest rate nor the most steps
     within = "within the rates and steps tried"
     assert inside.numbers(config)["one_edge"] == within
-    edge = dataclasses.replace(inside, one_head_setting=(1e-2, 3))
+    # a setting at the most steps that ties the best as printed (90.0%)
+    edge = dataclasses.replace(inside, setting_scores=(0.5, 0.9, 0.9004))
     assert edge.numbers(config)["one_edge"] == "at the most steps tried"
-    edge = dataclasses.replace(inside, one_head_setting=(1e-3, 2))
+    apart = dataclasses.replace(inside, setting_scores=(0.5, 0.9, 0.899))
+    assert apart.numbers(config)["one_edge"] == within  # 89.9%: no tie
+    edge = dataclasses.replace(inside, setting_scores=(0.9, 0.8, 0.7))
     assert edge.numbers(config)["one_edge"] == "at the lowest rate tried"
-    corner = dataclasses.replace(inside, settings=((1e-2, 2), (1e-1, 1)))
+    corner = dataclasses.replace(
+        inside, settings=((1e-2, 2), (1e-1, 1)), setting_scores=(0.9, 0.8)
+    )
     assert corner.numbers(config)["one_edge"] == (
         "at the lowest rate and the most steps tried"
     )

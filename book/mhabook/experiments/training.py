@@ -259,14 +259,21 @@ class HeadsLearn:
 
     @property
     def setting_at_edge(self):
-        """(lowest rate, most steps): whether the one head's best setting
-        has the lowest learning rate tried, and the most steps; at either
-        edge, a wider search might find a better one."""
+        """(lowest rate, most steps): whether the one head's best setting,
+        or one that ties it as the table prints scores (0.1%), has the
+        lowest learning rate tried, and the most steps; at either edge, a
+        wider search might find a better one."""
         if not self.settings:
             return False, False
-        lr, steps = self.one_head_setting
+        best = f"{max(self.setting_scores):.1%}"
+        top = [
+            setting
+            for setting, score in zip(self.settings, self.setting_scores)
+            if f"{score:.1%}" == best
+        ] or [self.one_head_setting]
         rates, counts = zip(*self.settings)
-        return lr == min(rates), steps == max(counts)
+        lowest = any(lr == min(rates) for lr, _ in top)
+        return lowest, any(steps == max(counts) for _, steps in top)
 
     @property
     def job(self):

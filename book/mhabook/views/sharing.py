@@ -321,6 +321,7 @@ def page_numbers(r, model_name):
         "t_kv_heads": t.num_kv_heads,
         "speedup_text": ratio_text(t.speedup),
         "speedup_first": ratio_text(t.speedups[0]),
+        "speedup_first_of_medians": number(t.speedups[0].of_medians),
         "speedup_of_medians": number(t.speedup.of_medians),
         "growth_without_text": ratio_text(t.growth_without),
         "growth_of_medians": number(t.growth_without.of_medians),
