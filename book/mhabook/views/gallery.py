@@ -338,7 +338,7 @@ def page_verdicts(study, first, checkpoint):
             "flies_top_match",  # on the source's pair: A's target on top?
             "above",
             (int(study.source_top_at[0] == study.source_targets[0]), 0),
-            {True: "as in the source", False: "unlike the source's head 8"},
+            {True: "sentence A's target", False: "not sentence A's target"},
         ),
         ("flies_draws", "above", (held, 0), CLEARS),  # held out
         ("copy_passes", "above", (copied, 0), CLEARS),  # B a copy of A
