@@ -342,6 +342,21 @@ def page_verdicts(study, first, checkpoint):
         ),
         ("flies_draws", "above", (held, 0), CLEARS),  # held out
         ("copy_passes", "above", (copied, 0), CLEARS),  # B a copy of A
+        (  # the same two, in the box
+            "flies_box",
+            "above",
+            (held, 0),
+            {True: "clears a low bar", False: "misses a low bar"},
+        ),
+        (
+            "copy_box",
+            "above",
+            (copied, 0),
+            {
+                True: "clears that bar: no sense needed",
+                False: "misses that bar: B's words may matter",
+            },
+        ),
         (
             "copy_means",  # what the copy control says of the pass
             "above",
