@@ -128,6 +128,15 @@ def test_the_compact_table_flags_a_job_many_heads_do():
     assert "[CLS] (many heads look there too)" in gallery.table([common]).data
     rare = dataclasses.replace(common, median=0.05)  # a specialist
     assert "many heads" not in gallery.table([rare]).data
+    assert "not clearly done" not in gallery.table([rare]).data
+    # the best head at a job it does not do is flagged, in table and figure
+    weak = dataclasses.replace(rare, name="[SEP]", held_out=0.3, low=0.25)
+    assert not weak.does_job
+    assert "| [SEP] (not clearly done) |" in gallery.table([weak]).data
+    fig = gallery.figure(
+        example()["attention"], TOKENS, [weak], [jobs.previous_word(bare())]
+    )
+    assert fig.axes[0].get_title().endswith(", not clearly done")
 
 
 def test_a_job_with_no_targets_is_a_clear_error():
@@ -234,7 +243,7 @@ def test_the_figure_and_table_show_each_job():
         "| best head (layer, head) | held-out score | even spread | "
         "median head | fixed distance |"
     )
-    assert rows[4].startswith("| same word, other sentence (on pairs) |")
+    assert rows[4].startswith("| same word, other sentence (on pairs) ")
     # [CLS] and [SEP] stand in fixed places: no fixed distance beside them
     fixed = "| n/a: a fixed place |"
     parked = [row.endswith(fixed) for row in rows[2:]]

@@ -60,7 +60,9 @@ def figure(
         i, j = np.nonzero(np.asarray(mark))
         ax.scatter(j, i, s=7, color="#D55E00", linewidths=0)
         ax.set_title(
-            f"{job.name}\nlayer {job.layer}, head {job.head}", fontsize=9
+            f"{job.name}\nlayer {job.layer}, head {job.head}"
+            + ("" if job.does_job else f", {BELOW}"),
+            fontsize=9,
         )
         ax.set_xticks(range(T), tokens, rotation=90, fontsize=9)
         ax.set_yticks(range(T), tokens, fontsize=9)
@@ -105,6 +107,8 @@ DOES["no"] = "no"
 # A job whose best head does it while the median head scores at least
 # half as much (`Job.common`): no specialist, as the tables say.
 COMMON = "many heads look there too"
+# A job whose best head does not clear its bar: named, but not a job done.
+BELOW = "not clearly done"
 # Whether a head's score beats the best fixed distance's: its interval
 # against that one number (`verdicts.compare`), as a clause.
 VS_PLACE = {
@@ -139,6 +143,8 @@ def table(jobs, detail=False, place=True):
         common = job.does_job and job.common  # the median head looks there
         if common and not detail:
             name += f" ({COMMON})"
+        elif not (detail or job.does_job):  # the best head, not a good one
+            name += f" ({BELOW})"
         where = f"{job.place:.2f}"
         fixed = job.name in PARKING + DISTANCE_JOBS  # place alone does it
         if job.name in PARKING:  # [CLS] and [SEP] stand in fixed places
