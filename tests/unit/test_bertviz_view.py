@@ -93,13 +93,15 @@ def test_presets_are_buttons_with_escaped_labels():
 
 
 def test_jobs_as_presets_are_labelled_by_name_and_open_every_layer():
-    from types import SimpleNamespace
+    from mhabook.experiments.jobs import Job
 
-    job = SimpleNamespace(name="next word", layer=1, head=0)
+    job = Job("next word", 1, 0, 0.9, 0.8, 1.0, 0.1, 0.1, 10)
+    below = Job("[SEP]", 1, 1, 0.3, 0.2, 0.4, 0.1, 0.1, 10)  # under its bar
     html = head_view_html(
-        attention(), TOKENS, 4, layer=0, heads=[0], presets=[job]
+        attention(), TOKENS, 4, layer=0, heads=[0], presets=[job, below]
     ).data
-    assert "next word: layer 1, head 0</button>" in html
+    assert ">next word: layer 1, head 0</button>" in html
+    assert ">[SEP] (not clearly done): layer 1, head 1</button>" in html
     one_layer = head_view_html(attention(), TOKENS, 4, layer=0, heads=[0])
     assert len(html) > len(one_layer.data)  # the other layers' weights
 

@@ -219,6 +219,10 @@ def test_results_pair_the_right_columns(record):
         ):
             r = ratios[T]  # paired: the machine's speed cancels
             assert (r.median, r.low, r.high) == pytest.approx((expected,) * 3)
+    for (_, h), r in record.batched_loop_each.items():  # at every h
+        expected = {1: 2 / 1, 4: 5 / 4}[h]
+        assert (r.median, r.low, r.high) == pytest.approx((expected,) * 3)
+    assert len(record.batched_loop_each) == len(LENGTHS) * len(HEADS)
     assert record.softmax_heads.median == pytest.approx(8 / 7)
     # batched / loop at h = 4 (5 / 4) over the same at h = 1 (2 / 1)
     gain = record.heads_gain

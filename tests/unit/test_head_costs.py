@@ -141,7 +141,6 @@ def test_page_verdicts_judge_ratios_as_printed_and_differences_by_sign():
         "batched_short": "faster than",
         "heads_effect": "lowers",  # paired: 0.7 to 0.9, all below 1
         "few_batch": "with no heads to batch",  # the fewest heads: 1
-        "batched_few": "faster than",  # 0.65 to 0.75 at h = 1
         "batched_long_few": "barely slower here, by 1–8%, than",
         "batched_long": "not clearly faster or slower than",  # 0.80 to 1.12
         "products_short": "slower than",
@@ -154,6 +153,23 @@ def test_page_verdicts_judge_ratios_as_printed_and_differences_by_sign():
         v for v in head_costs.page_verdicts(record) if v[0] == "few_batch"
     ]
     assert decide(*few[1:])[1] == "with fewer heads to batch"
+
+
+def test_ratio_table_words_every_length_and_head_count_as_printed():
+    record = made_up_record()
+    record.batched_loop_each = {
+        (5, 1): PairedRatio(1.17, 1.14, 1.19),
+        (5, 2): PairedRatio(1.5, 1.3, 1.7),  # a middle count, slower
+        (9, 1): PairedRatio(0.98, 0.95, 0.996),  # printed 1.00: holds 1
+        (9, 2): PairedRatio(0.87, 0.83, 0.87),
+    }
+    lines = head_costs.ratio_table(record).data.splitlines()
+    assert lines[2:] == [
+        "| 5 tokens, $h =$ 2 | 1.50 (1.30 to 1.70) | slower than the loop |",
+        "| 5 tokens, $h =$ 1 | 1.17 (1.14 to 1.19) | slower than the loop |",
+        "| 9 tokens, $h =$ 2 | 0.87 (0.83 to 0.87) | faster than the loop |",
+        "| 9 tokens, $h =$ 1 | 0.98 (0.95 to 1.00) | within 10% of the loop |",
+    ]
 
 
 def test_each_timing_phrase_points_the_way_its_ratio_does():

@@ -357,6 +357,13 @@ def test_the_picture_table_says_yes_no_or_cannot_tell_for_each_choice():
     )
 
 
+def test_a_label_marks_a_best_head_that_misses_its_bar():
+    done = jobs.Job("[CLS]", 4, 5, 0.99, 0.98, 1.0, 0.1, 0.1, 10)
+    below = dataclasses.replace(done, name="[SEP]", low=0.2, head=11)
+    assert done.label == "[CLS]: layer 4, head 5"
+    assert below.label == "[SEP] (not clearly done): layer 4, head 11"
+
+
 def test_jobs_done_counts_word_jobs_and_leaves_out_parking():
     names = [f.name for f in dataclasses.fields(jobs.RealHeads)]
     study = jobs.RealHeads(**dict.fromkeys(names))
@@ -529,7 +536,7 @@ def test_the_study_runs_on_a_random_bert_and_finds_no_job_there(tmp_path):
     beyond = "no head here beats its fixed distance"
     assert decide(*verdicts[2][1:])[1] == beyond
     draws = verdicts[names.index("flies_draws")]  # a random BERT: no picture
-    assert decide(*draws[1:]) == (False, "misses it")
+    assert decide(*draws[1:]) == (False, "fails")
 
 
 def test_on_pair_reads_the_jobs_own_row_and_refuses_a_head_of_no_job():

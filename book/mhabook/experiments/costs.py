@@ -239,6 +239,7 @@ class HeadCosts:
     times: dict  # T -> (repeats, len(contenders)) seconds
     batched_loop: dict  # T -> PairedRatio, batched / loop
     batched_loop_few: dict  # the same at h = min(heads): nothing to batch
+    batched_loop_each: dict  # (T, h) -> PairedRatio, at every h
     # at the short length, batched / loop at most heads over the same at
     # fewest, within each repeat: what going to more heads does to it
     heads_gain: PairedRatio
@@ -385,6 +386,11 @@ def head_costs_results(
         times={T: t[:, : len(contenders)] for T, t in times.items()},
         batched_loop=per_length(("batched", most), ("loop", most)),
         batched_loop_few=per_length(("batched", few), ("loop", few)),
+        batched_loop_each={
+            (T, h): ratio(T, ("batched", h), ("loop", h))
+            for T in lengths
+            for h in head_counts
+        },
         heads_gain=ratio(
             short,
             ("batched", most),

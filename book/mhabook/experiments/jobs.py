@@ -111,6 +111,8 @@ DISTANCE_JOBS = ("previous word", "next word")
 # targets): a bar under 1 for any baseline under 1, so a share can reach it
 # even for a job that most heads already do.
 CLEAR = 0.5
+# How a label marks a best head that does not clear its bar.
+BELOW = "not clearly done"
 
 
 def job_rule(name):
@@ -205,6 +207,12 @@ class Job:
         """Held out, its whole interval lies above `bar`: it beats both
         baselines and closes at least `CLEAR` of the gap to 1."""
         return self.low > self.bar
+
+    @property
+    def label(self):
+        """'name: layer L, head H', marked when the head misses `bar`."""
+        below = "" if self.does_job else f" ({BELOW})"
+        return f"{self.name}{below}: layer {self.layer}, head {self.head}"
 
     @property
     def against_place(self):

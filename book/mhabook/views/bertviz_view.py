@@ -79,9 +79,9 @@ def head_view_html(
     attention: (L, h, T, T), as from `model_attentions`. Only `layer` is
     serialised, or with all_layers=True every layer (so that the view's
     layer menu works); weights are rounded to `decimals` to keep pages
-    small. presets: (label, layer, head) triples, or jobs (with a name,
-    a layer and a head), each a button under the view that opens it on
-    that head alone; presets serialise every layer.
+    small. presets: (label, layer, head) triples, or `Job`s (with a
+    label, a layer and a head), each a button under the view that opens
+    it on that head alone; presets serialise every layer.
     """
     if attention is None or len(attention) == 0:
         raise ValueError(
@@ -101,9 +101,7 @@ def head_view_html(
             f"token per position, the tokens of the input the weights are of"
         )
     presets = [
-        (f"{p.name}: layer {p.layer}, head {p.head}", p.layer, p.head)
-        if hasattr(p, "name")
-        else p
+        (p.label, p.layer, p.head) if hasattr(p, "label") else p
         for p in presets
     ]
     all_layers = all_layers or bool(presets)

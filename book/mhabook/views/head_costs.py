@@ -5,6 +5,7 @@ from IPython.display import Markdown
 from matplotlib import pyplot as plt
 
 from ..experiments.costs import PairedRatio
+from ..experiments.verdicts import decide
 
 NAMES = ("loop", "batched", "fused")
 
@@ -108,6 +109,22 @@ def ratio_text(ratio):
     return "{} ({} to {})".format(*_printed(ratio))
 
 
+def ratio_table(r):
+    """The batched layer's time over the loop's at each length and head
+    count (`batched_loop_each`), most heads first, each row worded as the
+    page's verdicts are: judged as printed, by `than`."""
+    lines = ["| input | batched / loop | the batched layer was |"]
+    lines.append("|---|---|---|")
+    for T in r.lengths:
+        for h in reversed(r.head_counts):
+            ratio = r.batched_loop_each[T, h]
+            args = shown(ratio).beyond(MATTERS)
+            words = decide("ratio_margin", args, than(ratio))[1]
+            text = f"{T} tokens, $h =$ {h} | {ratio_text(ratio)}"
+            lines.append(f"| {text} | {words} the loop |")
+    return Markdown("\n".join(lines))
+
+
 def comparisons_table(record):
     """The two paired ratios the page states (rows) at each length
     (columns), with their 95% intervals, at the most heads: the batched
@@ -164,6 +181,7 @@ def page_numbers(r):
         "ops_batched_most": r.ops["batched", most],
         "min_run_ms": r.min_run_time * 1e3,
         "ratio_short": ratio_text(r.batched_loop[short]),
+        "ratio_table": ratio_table(r),  # every length and head count
         "ratio_short_few": ratio_text(r.batched_loop_few[short]),
         "ratio_long_few": ratio_text(r.batched_loop_few[long]),
         "heads_gain": ratio_text(r.heads_gain),
@@ -237,7 +255,6 @@ def page_verdicts(r):
     ratios = [
         ("batched_short", r.batched_loop[short]),
         ("batched_long", r.batched_loop[long]),
-        ("batched_few", r.batched_loop_few[short]),
         ("batched_long_few", r.batched_loop_few[long]),
         ("products_short", r.products_ratio),
         ("softmax_most", r.softmax_heads),
