@@ -225,6 +225,14 @@ FEW_BATCH = {  # whether the fewest heads timed is 1, as the text assumes
 }
 
 
+ANSWER = {  # at how many lengths batching the most heads was faster
+    "none": "Not clearly",
+    "some": "At some lengths",
+    "most": "At most lengths",
+    "all": "Yes, at every length timed",
+}
+
+
 def percents(a, b):
     """'2–10%': two fractions as a range of percentages."""
     return f"{round(100 * a)}–{round(100 * b)}%"
@@ -252,10 +260,10 @@ def page_verdicts(r):
     head_costs glues from a HeadCosts record. A ratio is judged as printed
     (`shown`), so the verdict agrees with the interval the page shows."""
     short, long = r.lengths[0], r.lengths[-1]
+    # the lengths at which, at the most heads, all of it is below 1
+    faster = sum(shown(r.batched_loop[T]).high < 1 for T in r.lengths)
     ratios = [
         ("batched_short", r.batched_loop[short]),
-        ("batched_long", r.batched_loop[long]),
-        ("batched_long_few", r.batched_loop_few[long]),
         ("products_short", r.products_ratio),
         ("softmax_most", r.softmax_heads),
         ("fused_short", r.fused_batched[short]),
@@ -265,6 +273,7 @@ def page_verdicts(r):
         (name, "ratio_margin", shown(ratio).beyond(MATTERS), than(ratio))
         for name, ratio in ratios
     ] + [
+        ("batch_answer", "how_many", (faster, len(r.lengths)), ANSWER),
         ("few_batch", "above", (int(r.head_counts[0] == 1), 0), FEW_BATCH),
         ("heads_effect", "compare", shown(r.heads_gain).against(1), EFFECT),
     ]

@@ -106,7 +106,7 @@ def against_band(ratio, low, high, margin=MATTERS):
 
 
 SAME = {  # the stack's ratio against one layer's, widened by MATTERS
-    "same": "are too close for the 10% rule",
+    "same": "are not clearly 10% apart",
     "more": "differ in this build, the stack's larger",
     "less": "differ in this build, the stack's smaller",
 }
