@@ -347,19 +347,13 @@ def page_verdicts(study, first, checkpoint):
         ),
         ("flies_draws", "above", (held, 0), PASSES),  # held out
         ("copy_passes", "above", (copied, 0), PASSES),  # B a copy of A
-        ("flies_box", "above", (held, 0), PASSES),  # the same two, in the box
-        (
-            "copy_box",
-            "above",
-            (copied, 0),
-            {True: "passes it: no sense needed", False: "fails it"},
-        ),
+        ("flies_box", "above", (held, 0), PASSES),  # the same, in the box
         (
             "copy_means",  # what the copy control says of the pass
             "above",
             (copied, 0),
             {
-                True: "So passing it needs no word sense",
+                True: "So B's own words are not needed",
                 False: "So B's own words may matter",
             },
         ),

@@ -106,7 +106,7 @@ def against_band(ratio, low, high, margin=MATTERS):
 
 
 SAME = {  # the stack's ratio against one layer's, widened by MATTERS
-    "same": "are not clearly 10% apart",
+    "same": "are too noisy here to tell apart",
     "more": "differ in this build, the stack's larger",
     "less": "differ in this build, the stack's smaller",
 }
@@ -154,7 +154,7 @@ def page_verdicts(r):
             {
                 "more": "more than doubled",
                 "less": "less than doubled",
-                "same": "could not be told from doubling",
+                "same": "grew by an uncertain factor",
             },
         ),
         (
