@@ -227,10 +227,10 @@ FEW_BATCH = {  # whether the fewest heads timed is 1, as the text assumes
 
 ANSWER = {  # at how many lengths batching the most heads was faster,
     # all of the interval beyond MATTERS: a gap this CPU's noise can hide
-    "none": f"Not by more than {MATTERS:.0%}",
-    "some": f"By more than {MATTERS:.0%}, at some lengths",
-    "most": f"By more than {MATTERS:.0%}, at most lengths",
-    "all": f"By more than {MATTERS:.0%}, at every length",
+    "none": f"Not clearly by over {MATTERS:.0%}",
+    "some": f"By over {MATTERS:.0%}, at some lengths",
+    "most": f"By over {MATTERS:.0%}, at most lengths",
+    "all": f"By over {MATTERS:.0%}, at every length",
 }
 
 
