@@ -237,9 +237,7 @@ class HeadCosts:
     ops: dict  # (name, h) -> operations dispatched at the short length
     contenders: list  # (name, h) of the columns of times[T]
     times: dict  # T -> (repeats, len(contenders)) seconds
-    batched_loop: dict  # T -> PairedRatio, batched / loop
-    batched_loop_few: dict  # the same at h = min(heads): nothing to batch
-    batched_loop_each: dict  # (T, h) -> PairedRatio, at every h
+    batched_loop_each: dict  # (T, h) -> PairedRatio, batched / loop
     # at the short length, batched / loop at most heads over the same at
     # fewest, within each repeat: what going to more heads does to it
     heads_gain: PairedRatio
@@ -252,6 +250,18 @@ class HeadCosts:
     # called as the loop calls them, over the batched layer's one
     products_ratio: PairedRatio
     per_op: float  # median seconds of a one-element add: one dispatch
+
+    @property
+    def batched_loop(self):
+        """T -> PairedRatio, batched / loop at the most heads."""
+        most = self.head_counts[-1]
+        return {T: self.batched_loop_each[T, most] for T in self.lengths}
+
+    @property
+    def batched_loop_few(self):
+        """The same at the fewest heads: at h = 1, nothing to batch."""
+        few = self.head_counts[0]
+        return {T: self.batched_loop_each[T, few] for T in self.lengths}
 
     def score_mib(self, num_heads):
         """MiB of one (1, h, T, T) float32 tensor at the long length."""
@@ -384,8 +394,6 @@ def head_costs_results(
         ops=ops,
         contenders=contenders,
         times={T: t[:, : len(contenders)] for T, t in times.items()},
-        batched_loop=per_length(("batched", most), ("loop", most)),
-        batched_loop_few=per_length(("batched", few), ("loop", few)),
         batched_loop_each={
             (T, h): ratio(T, ("batched", h), ("loop", h))
             for T in lengths
