@@ -32,6 +32,7 @@ cache records myst-nb then reads.
 
 import hashlib
 import os
+import uuid
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from fnmatch import fnmatch
 from pathlib import Path
@@ -39,6 +40,43 @@ from pathlib import Path
 from sphinx.util import logging
 
 logger = logging.getLogger(__name__)
+
+
+def socket_kernels(manager=None):
+    """A subclass of jupyter_client's kernel manager class `manager`
+    (AsyncKernelManager if None, as nbclient's) whose kernels listen on
+    Unix sockets of their own, not on TCP ports.
+
+    A TCP kernel listens on five ports that jupyter_client picks free and
+    releases before the kernel binds them. With several kernels starting
+    at once (the build's and the tests'), two can pick the same port, and
+    a client can reach a kernel not its own: its heartbeat "ping" then
+    arrives on that kernel's control channel, and the kernel prints
+    "Uncaught exception in ZMQStream callback" into the cell it is
+    running. A socket file named after the kernel's own connection file
+    belongs to that kernel alone. Where sockets are not available (not
+    POSIX) or their path would be over Linux's 107 bytes, TCP it is.
+    """
+    from jupyter_client import AsyncKernelManager
+    from jupyter_core.paths import jupyter_runtime_dir
+    from jupyter_core.utils import ensure_dir_exists
+    from traitlets import default
+
+    folder = jupyter_runtime_dir()
+    ensure_dir_exists(folder, 0o700)
+    # a socket's path: folder + "/kernel-" + 36-character uuid + "-ipc-5"
+    sockets = os.name == "posix" and len(folder) + 50 <= 107
+
+    class SocketKernelManager(manager or AsyncKernelManager):
+        @default("transport")
+        def _transport(self):
+            return "ipc" if sockets else "tcp"
+
+        @default("connection_file")
+        def _connection_file(self):  # the sockets' names start with it
+            return os.path.join(folder, f"kernel-{uuid.uuid4()}.json")
+
+    return SocketKernelManager
 
 
 def execute(path, timeout, threads):
@@ -59,12 +97,13 @@ def execute(path, timeout, threads):
                 # a kernel can take over nbclient's 60 s to start while the
                 # tests and other kernels hold every core
                 startup_timeout=max(timeout or 0, 300),
+                kernel_manager_class=socket_kernels(),
             )
             break
         except RuntimeError as error:
-            # A new kernel can lose the TCP port jupyter_client picked for
-            # it to another process starting at the same moment ("Address
-            # already in use"); it dies before it replies. Start it again.
+            # A TCP kernel (see socket_kernels) can lose a port to another
+            # process starting at the same moment ("Address already in
+            # use"); it dies before it replies. Start it again.
             if attempt == 2 or "Kernel died before replying" not in str(error):
                 raise
             logger.info("%s: its kernel died at start; starting again", path)

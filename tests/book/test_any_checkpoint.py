@@ -28,7 +28,14 @@ import nbformat
 import pytest
 from jupyter_client import KernelManager
 
-from chapter import BOOK, ROOT, check_verdicts, glued_texts, toc_notebooks
+from chapter import (
+    BOOK,
+    ROOT,
+    check_verdicts,
+    glued_texts,
+    socket_kernels,
+    toc_notebooks,
+)
 from tiny import save_random_bert
 
 sys.path.insert(0, str(ROOT / "tests" / "tools"))
@@ -62,7 +69,7 @@ def run_in_turn(paths, checkpoint):
         "MHA_CHECKPOINT": str(checkpoint),
         "OMP_NUM_THREADS": "1",  # as the build's kernels
     }
-    manager = KernelManager(kernel_name="python3")
+    manager = socket_kernels(KernelManager)(kernel_name="python3")
     manager.start_kernel(cwd=str(BOOK), env=env)
     kernel = manager.client()
     kernel.start_channels()

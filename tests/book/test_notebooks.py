@@ -14,7 +14,12 @@ import nbclient
 import pytest
 from jupyter_cache import get_cache
 
-from chapter import check_verdicts, glued_texts, toc_notebooks
+from chapter import (
+    check_verdicts,
+    glued_texts,
+    socket_kernels,
+    toc_notebooks,
+)
 
 NOTEBOOKS = toc_notebooks()
 ids = [p.stem for p in NOTEBOOKS]
@@ -171,6 +176,7 @@ def test_seeded_numbers_reproduce_in_a_fresh_kernel(executed):
         again,
         timeout=600,
         kernel_name="python3",
+        kernel_manager_class=socket_kernels(),
         resources={"metadata": {"path": str(notebook.parent)}},
     ).execute(env={**os.environ, "OMP_NUM_THREADS": "1"})  # as the build
     assert text_outputs(from_build)

@@ -1826,7 +1826,9 @@ setup()
 """
 
     def __init__(self):
-        from jupyter_client.manager import start_new_kernel
+        from jupyter_client import KernelManager
+
+        from chapter import socket_kernels
 
         env = {
             **os.environ,
@@ -1834,9 +1836,11 @@ setup()
             "HF_HUB_OFFLINE": "1",
             "OMP_NUM_THREADS": "1",  # one core: the book builds on the other
         }
-        self.manager, self.client = start_new_kernel(
-            kernel_name="python3", cwd=str(BOOK), env=env
-        )
+        self.manager = socket_kernels(KernelManager)(kernel_name="python3")
+        self.manager.start_kernel(cwd=str(BOOK), env=env)
+        self.client = self.manager.client()
+        self.client.start_channels()
+        self.client.wait_for_ready(timeout=120)
         assert self.run(self.SETUP)[0] is None
         # (notebook, its unedited cells run so far, the last cell run)
         self.state = (None, set(), -1)

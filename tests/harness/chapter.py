@@ -2,12 +2,24 @@
 
 import ast
 import re
+import sys
 from pathlib import Path
 
 import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 BOOK = ROOT / "book"
+
+
+def socket_kernels(manager=None):
+    """The build's kernel manager class (book/_ext/execute_ahead.py):
+    the tests' kernels, too, listen on Unix sockets of their own, where
+    no other kernel's client can reach them."""
+    if str(BOOK / "_ext") not in sys.path:
+        sys.path.insert(0, str(BOOK / "_ext"))
+    import execute_ahead
+
+    return execute_ahead.socket_kernels(manager)
 
 
 def toc_files():

@@ -17,6 +17,8 @@ import nbclient
 import nbformat
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tests" / "harness"))
+from chapter import socket_kernels  # noqa: E402
 
 
 def run(path, checkpoint=None):
@@ -31,6 +33,7 @@ def run(path, checkpoint=None):
         nb,
         timeout=600,
         kernel_name="python3",
+        kernel_manager_class=socket_kernels(),
         resources={"metadata": {"path": str(path.parent)}},
     )
     error = None

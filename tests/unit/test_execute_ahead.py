@@ -5,6 +5,8 @@ notebooks in a temporary folder; the suite's book build uses the hook on
 the chapter itself."""
 
 import sys
+import tempfile
+from pathlib import Path
 from types import SimpleNamespace
 
 import nbformat
@@ -194,3 +196,36 @@ def test_a_kernel_that_dies_at_start_is_started_once_more(
     with pytest.raises(RuntimeError, match="Kernel died"):
         execute_ahead.execute(path, 60, 1)
     assert len(calls) == 4  # two tries, then the error
+
+
+@pytest.mark.parametrize("room", ["short", "long"])
+def test_a_kernel_listens_on_sockets_of_its_own_and_leaves_none(
+    tmp_path, monkeypatch, room
+):
+    """A TCP kernel can be reached by another kernel's client through a
+    port both were given (its heartbeat pings then print "Uncaught
+    exception in ZMQStream callback" into a cell): the build's kernels
+    listen on Unix sockets named after their own connection files, or on
+    TCP where such a path would be over Linux's 107 bytes."""
+    with tempfile.TemporaryDirectory(prefix="rt") as short:
+        runtime = Path(short) if room == "short" else tmp_path / ("r" * 60)
+        assert (len(str(runtime)) + 50 <= 107) == (room == "short")
+        monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(runtime))
+        monkeypatch.setenv("OMP_NUM_THREADS", "1")  # execute sets it
+        path = notebook(
+            tmp_path,
+            "one",
+            "from ipykernel import get_connection_info\n"
+            "import json\n"
+            "info = json.loads(get_connection_info())\n"
+            "print(info['transport'], info['ip'])",
+        )
+        executed, _, error = execute_ahead.execute(path, 60, 1)
+        assert error is None
+        transport, ip = executed.cells[0].outputs[0].text.split()
+        if room == "short":
+            assert transport == "ipc"
+            assert ip.startswith(str(runtime / "kernel-"))
+        else:
+            assert transport == "tcp"
+        assert list(runtime.iterdir()) == []  # sockets and file removed
