@@ -141,20 +141,20 @@ def test_page_verdicts_judge_ratios_as_printed_and_differences_by_sign():
         "batched_short": "faster than",
         "heads_effect": "lowers",  # paired: 0.7 to 0.9, all below 1
         "few_batch": "with no heads to batch",  # the fewest heads: 1
-        "batch_answer": "By over 10%, at some lengths",  # 5 only
+        "batch_answer": "faster at some lengths timed",  # 5 only
         "products_short": "slower than",
         "softmax_most": "slower than",
         "fused_short": "barely slower here, by 6–8%, than",
         "fused_long": "not clearly faster or slower than",  # 0.78 to 1.00
     }
-    record.batched_loop[9] = PairedRatio(0.84, 0.75, 0.99)  # under 1 only
+    record.batched_loop[9] = PairedRatio(0.84, 0.75, 0.99)  # under 1
     answer = {v[0]: v for v in head_costs.page_verdicts(record)}
-    some = "By over 10%, at some lengths"
-    assert decide(*answer["batch_answer"][1:])[1] == some
-    record.batched_loop[9] = PairedRatio(0.8, 0.75, 0.85)
-    answer = {v[0]: v for v in head_costs.page_verdicts(record)}
-    every = "By over 10%, at every length"
+    every = "faster at every length timed"
     assert decide(*answer["batch_answer"][1:])[1] == every
+    record.batched_loop = {T: PairedRatio(1, 0.9, 1.1) for T in (5, 9)}
+    answer = {v[0]: v for v in head_costs.page_verdicts(record)}
+    none = "not clearly faster at any length timed"
+    assert decide(*answer["batch_answer"][1:])[1] == none
     record.head_counts = (2, 4)  # a reader's counts: h = 2 still batches
     (few,) = [
         v for v in head_costs.page_verdicts(record) if v[0] == "few_batch"

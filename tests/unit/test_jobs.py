@@ -520,6 +520,7 @@ def test_the_study_runs_on_a_random_bert_and_finds_no_job_there(tmp_path):
         "flies_draws",
         "copy_passes",
         "flies_box",
+        "copy_box",
         "copy_means",
     ]
     for name, rule, args, phrases in verdicts:

@@ -344,6 +344,7 @@ def test_the_page_verdicts_read_each_outcome_and_compare_the_stack():
     def record(stack):
         timing = SimpleNamespace(
             speedup=ratio(70.1, 59.0, 81.4),
+            speedups=[ratio(0.9, 0.8, 0.95), ratio(70.1, 59.0, 81.4)],
             stack_speedup=stack,
             growth_without=ratio(4.9, 4.0, 6.0),
             growth_with=ratio(1.8, 1.4, 2.6),
@@ -371,6 +372,9 @@ def test_the_page_verdicts_read_each_outcome_and_compare_the_stack():
         assert vs_flops == "above its arithmetic's"
         fell = decide(*verdicts["cached_steady"])[1]  # names where it fell
         assert fell == "fell from S = 256 to 512"
+        # slower at the shortest length: the box says so, with its ratio
+        first = decide(*verdicts["speed_first_verdict"])[1]
+        assert first == "1.11 (1.05 to 1.25) times slower"
         for name, (rule, args, phrases) in verdicts.items():
             decide(rule, args, phrases)  # its outcome has a phrase
             assert all(len(p.split()) < 8 for p in phrases.values()), name

@@ -348,6 +348,7 @@ def page_verdicts(study, first, checkpoint):
         ("flies_draws", "above", (held, 0), PASSES),  # held out
         ("copy_passes", "above", (copied, 0), PASSES),  # B a copy of A
         ("flies_box", "above", (held, 0), PASSES),  # the same, in the box
+        ("copy_box", "above", (copied, 0), PASSES),  # and B a copy of A
         (
             "copy_means",  # what the copy control says of the pass
             "above",

@@ -140,6 +140,12 @@ def page_verdicts(r):
     fell = f"fell from S = {fall[0]} to {fall[1]}" if fall else "fell"
     return [
         ("speed_verdict", "compare", one.against(1), faster_phrases(one)),
+        (  # the same at the shortest length
+            "speed_first_verdict",
+            "compare",
+            t.speedups[0].against(1),
+            faster_phrases(t.speedups[0]),
+        ),
         ("stack_verdict", "compare", stack.against(1), faster_phrases(stack)),
         (
             "stack_same",  # apart only beyond one layer's interval +- 10%
