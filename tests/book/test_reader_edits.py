@@ -1679,7 +1679,7 @@ EDITS = [
         (
             change(
                 "pair = rh.run_example(",
-                '"a small dog slept on the old rug"',
+                '"a small dog slept on a rug"',
                 "None",
             ),
         ),
