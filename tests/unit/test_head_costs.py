@@ -58,8 +58,15 @@ def test_numbers_keep_three_significant_digits_and_whole_from_100():
     assert head_costs.ratio_text(PairedRatio(125.3, 98.2, 132.4)) == (
         "125 (98 to 132)"
     )
+    # an interval over a factor of 2 wide: one decimal fewer, from 1 up
     assert head_costs.ratio_text(PairedRatio(4.02, 3.83, 9.75)) == (
-        "4.02 (3.83 to 9.75)"
+        "4.0 (3.8 to 9.8)"
+    )
+    assert head_costs.ratio_text(PairedRatio(4.02, 3.83, 7.5)) == (
+        "4.02 (3.83 to 7.50)"
+    )
+    assert head_costs.ratio_text(PairedRatio(0.5, 0.25, 0.75)) == (
+        "0.50 (0.25 to 0.75)"
     )
 
 

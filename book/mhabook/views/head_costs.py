@@ -85,8 +85,12 @@ def number(x, decimals=None):
 
 def _printed(ratio):
     """A PairedRatio's median, low and high as text, all to the median's
-    decimals, so the three read alike: '10.9', '8.6', '13.2'."""
+    decimals, so the three read alike: '10.9', '8.6', '13.2'. A ratio of
+    1 or more whose interval spans over a factor of 2 gets one decimal
+    fewer, as the repeats pin it down no better: '3.2', '1.6', '8.5'."""
     d = digits(ratio.median)
+    if d > 0 and ratio.median >= 1 and ratio.high > 2 * ratio.low:
+        d -= 1
     return [number(x, d) for x in (ratio.median, ratio.low, ratio.high)]
 
 
