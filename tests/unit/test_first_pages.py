@@ -42,10 +42,20 @@ def test_one_run_is_drawn_before_and_after_per_head(runs):
         "seed 7: head 0, after",
         "seed 7: head 1, after",
     ]
-    ids = runs.held_out[0][0]
+    ids = first_pages.apart(runs)
     with torch.no_grad():
         expected = runs.trained[1](ids[None])[2][0, 1].numpy()
     assert (maps[3].get_images()[0].get_array() == expected).all()
+
+
+def test_the_drawn_sequence_keeps_each_letter_pair_apart(runs):
+    ids, _, partner, _ = runs.held_out
+    gap = (partner - torch.arange(partner.shape[1])).abs()
+    n = int((gap > 1).all(-1).to(torch.int8).argmax())  # the first apart
+    assert (gap[n] > 1).all() and (gap[:n] <= 1).any(-1).all()
+    assert first_pages.apart(runs).equal(ids[n])
+    together = dataclasses.replace(runs, held_out=(ids, None, partner * 0, 0))
+    assert first_pages.apart(together).equal(ids[0])  # none apart: the first
 
 
 def test_every_run_is_a_column_and_the_worst_run_is_drawn():

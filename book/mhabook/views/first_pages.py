@@ -18,15 +18,25 @@ def _maps(model, ids):
         return model(ids[None])[2][0]
 
 
+def apart(runs):
+    """(T,) ids: the first held-out sequence whose two copies of each letter
+    never stand side by side, so that no token's match is also its previous
+    token; the first held-out sequence if none is."""
+    ids, _, partner, _ = runs.held_out  # (N, T) each
+    gap = (partner - torch.arange(partner.shape[1])).abs()  # (N, T)
+    found = (gap > 1).all(-1).nonzero()  # (k, 1)
+    return ids[int(found[0, 0]) if len(found) else 0]
+
+
 def heads_learned(runs, config, run=0):
-    """One run's heads on the first held-out sequence: before training
+    """One run's heads on a held-out sequence (`apart`): before training
     (top row) and after (bottom row), one column per head."""
     if not _whole(run) or not 0 <= run < len(runs.seeds):
         raise ValueError(
             f"run {run!r} is not one of the {len(runs.seeds)} runs: pick 0 "
             f"to {len(runs.seeds) - 1}"
         )
-    ids = runs.held_out[0][0]
+    ids = apart(runs)
     maps = [_maps(m[run], ids) for m in (runs.untrained, runs.trained)]
     titles = [
         [
@@ -62,7 +72,7 @@ def seed_runs(runs, config):
     ax.spines[:].set_visible(False)
     ax.tick_params(length=0)
     worst = runs.worst
-    ids = runs.held_out[0][0]
+    ids = apart(runs)
     maps = _maps(runs.trained[worst], ids)
     titles = [f"head {i}, seed {runs.seeds[worst]}" for i in range(h)]
     names = token_names(config, ids)

@@ -117,7 +117,7 @@ VS_PLACE = {
 }
 
 
-def table(jobs, detail=False, place=True):
+def table(jobs, detail=False):
     """The gallery as a Markdown table, one row per job: its best head and
     that head's held-out score beside its baselines: an even spread, the
     median head and what the best fixed distance scores
@@ -126,10 +126,9 @@ def table(jobs, detail=False, place=True):
     detail=True gives instead the score's 95% interval, the job's bar,
     whether the head does the job (`verdict`, in `DOES`' words), the
     head's hit rate (`Job.hits`), what the best fixed
-    distance scores, and whether the hit rate beats it (`PLACE_BEATEN`).
-    place=False leaves the fixed distance out of the plain table."""
+    distance scores, and whether the hit rate beats it (`PLACE_BEATEN`)."""
     header = ["job", "best head (layer, head)", "held-out score"]
-    header += ["even spread", "median head"] + ["fixed distance"] * place
+    header += ["even spread", "median head", "fixed distance"]
     if detail:
         header = ["job", "held-out score (95% interval)", "bar"]
         header += ["does the job?", "hit rate (95% interval)"]
@@ -173,8 +172,8 @@ def table(jobs, detail=False, place=True):
                     f"{job.held_out:.2f}",
                     f"{job.even:.2f}",
                     f"{job.median:.2f}",
+                    where,
                 ]
-                + [where] * place
             )
     return markdown_table(header, rows)
 
@@ -271,14 +270,6 @@ SHARE_PLACE = {
 }
 
 
-# The same, in the box, before "share" and "fixed distance" are defined.
-SHARE_BOX = {
-    "more": "it beats every such rule",
-    "same": "it ties the best such rule",
-    "less": "the best such rule beats it",
-}
-
-
 # Whether section 4.3's head passes its test (`FliesTest.pattern_holds`).
 PASSES = {True: "passes", False: "fails"}
 
@@ -337,7 +328,6 @@ def page_verdicts(study, first, checkpoint):
             AFTER,
         ),
         ("grammar_share_place", "compare", grammar.against_place, SHARE_PLACE),
-        ("grammar_share_box", "compare", grammar.against_place, SHARE_BOX),
         ("first_look", "above", (study.on_pair(first), 0.5), look),
         (
             "flies_top_match",  # on the source's pair: A's target on top?
@@ -348,7 +338,6 @@ def page_verdicts(study, first, checkpoint):
         ("flies_draws", "above", (held, 0), PASSES),  # held out
         ("copy_passes", "above", (copied, 0), PASSES),  # B a copy of A
         ("flies_box", "above", (held, 0), PASSES),  # the same, in the box
-        ("copy_box", "above", (copied, 0), PASSES),  # and B a copy of A
         (
             "copy_means",  # what the copy control says of the pass
             "above",
@@ -357,5 +346,11 @@ def page_verdicts(study, first, checkpoint):
                 True: "So B's own words are not needed",
                 False: "So B's own words may matter",
             },
+        ),
+        (
+            "flies_means",  # the section's verdict, on its layer-0 test
+            "above",
+            (held, 0),
+            {True: "finds", False: "does not find"},
         ),
     ]
