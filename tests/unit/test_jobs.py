@@ -520,7 +520,6 @@ def test_the_study_runs_on_a_random_bert_and_finds_no_job_there(tmp_path):
         "copy_passes",
         "flies_box",
         "copy_means",
-        "flies_means",
     ]
     for name, rule, args, phrases in verdicts:
         decide(rule, args, phrases)

@@ -391,6 +391,14 @@ def test_the_page_verdicts_read_each_outcome_and_compare_the_stack():
         record_close.timing.flop_growth = 2.57
         found = {n: rest for n, *rest in views.page_verdicts(record_close)}
         assert decide(*found["growth_vs_flops"])[1] == words
+    # a low end of 1.04 over a span past 2x prints "1.0": growth not shown
+    record_near = record(ratio(76.4, 50.7, 83.6))
+    record_near.timing.growth_with = ratio(1.1, 1.04, 2.1)
+    found = {n: rest for n, *rest in views.page_verdicts(record_near)}
+    assert views.ratio_text(ratio(1.1, 1.04, 2.1)) == "1.1 (1.0 to 2.1)"
+    assert decide(*found["growth_with_verdict"])[1] == (
+        "changed by a noisy factor"
+    )
 
 
 def test_kv_cache_bytes_refuses_a_negative_size_naming_it():

@@ -7,7 +7,7 @@ from IPython.display import Markdown
 from matplotlib import pyplot as plt
 
 from ..experiments.costs import PairedRatio
-from .head_costs import MATTERS, number, percents, ratio_text
+from .head_costs import MATTERS, number, percents, ratio_text, shown
 
 
 def markdown_table(header, rows):
@@ -139,14 +139,24 @@ def page_verdicts(r):
     fall = t.first_fall  # (S, next S) where the cached median fell, or None
     fell = f"fell from S = {fall[0]} to {fall[1]}" if fall else "fell"
     return [
-        ("speed_verdict", "compare", one.against(1), faster_phrases(one)),
+        (
+            "speed_verdict",
+            "compare",
+            shown(one).against(1),
+            faster_phrases(one),
+        ),
         (  # the same at the shortest length
             "speed_first_verdict",
             "compare",
-            t.speedups[0].against(1),
+            shown(t.speedups[0]).against(1),
             faster_phrases(t.speedups[0]),
         ),
-        ("stack_verdict", "compare", stack.against(1), faster_phrases(stack)),
+        (
+            "stack_verdict",
+            "compare",
+            shown(stack).against(1),
+            faster_phrases(stack),
+        ),
         (
             "stack_same",  # apart only beyond one layer's interval +- 10%
             "compare",
@@ -156,7 +166,7 @@ def page_verdicts(r):
         (
             "growth_verdict",
             "compare",
-            t.growth_without.against(2),
+            shown(t.growth_without).against(2),
             {
                 "more": "more than doubled",
                 "less": "less than doubled",
@@ -178,11 +188,11 @@ def page_verdicts(r):
         (
             "growth_with_verdict",
             "compare",
-            t.growth_with.against(1),
+            shown(t.growth_with).against(1),  # as printed
             {
                 "more": "grew",
                 "less": "fell",
-                "same": "could not be pinned down here",
+                "same": "changed by a noisy factor",
             },
         ),
         (
