@@ -270,6 +270,14 @@ SHARE_PLACE = {
 }
 
 
+# The same, in the box, before "share" and "fixed distance" are defined.
+SHARE_BOX = {
+    "more": "it beats that rule",
+    "same": "it only ties that rule",
+    "less": "that rule beats it",
+}
+
+
 # Whether section 4.4's head passes its test (`FliesTest.pattern_holds`).
 PASSES = {True: "passes", False: "fails"}
 
@@ -328,6 +336,7 @@ def page_verdicts(study, first, checkpoint):
             AFTER,
         ),
         ("grammar_share_place", "compare", grammar.against_place, SHARE_PLACE),
+        ("grammar_share_box", "compare", grammar.against_place, SHARE_BOX),
         ("first_look", "above", (study.on_pair(first), 0.5), look),
         (
             "flies_top_match",  # on the source's pair: A's target on top?
@@ -343,7 +352,7 @@ def page_verdicts(study, first, checkpoint):
             "above",
             (copied, 0),
             {
-                True: "place alone may pass this test",
+                True: "B's own words are not needed",
                 False: "B's own words may matter",
             },
         ),
