@@ -108,6 +108,8 @@ DOES["no"] = "no"
 # A job whose best head does it while the median head scores at least
 # half as much (`Job.common`): no specialist, as the tables say.
 COMMON = "many heads look there too"
+# The compact table's last column: whether the best head clears its bar.
+CLEARLY = {True: "yes", False: "not clearly"}
 # Whether a head's score beats the best fixed distance's: its interval
 # against that one number (`verdicts.compare`), as a clause.
 VS_PLACE = {
@@ -119,16 +121,16 @@ VS_PLACE = {
 
 def table(jobs, detail=False):
     """The gallery as a Markdown table, one row per job: its best head and
-    that head's held-out score beside its baselines: an even spread, the
-    median head and what the best fixed distance scores
-    (`jobs.fixed_distance`), left out for `PARKING`'s tokens, which stand
-    in fixed places, and marked for `DISTANCE_JOBS`, which are one.
-    detail=True gives instead the score's 95% interval, the job's bar,
-    whether the head does the job (`verdict`, in `DOES`' words), the
-    head's hit rate (`Job.hits`), what the best fixed
-    distance scores, and whether the hit rate beats it (`PLACE_BEATEN`)."""
+    that head's held-out score beside its baselines, an even spread and
+    the median head, and whether it clearly does the job (`Job.does_job`,
+    in `CLEARLY`'s words). detail=True gives instead the score's 95%
+    interval, the job's bar, whether the head does the job (`verdict`, in
+    `DOES`' words), the head's hit rate (`Job.hits`), what the best fixed
+    distance scores (`jobs.fixed_distance`: left out for `PARKING`'s
+    tokens, which stand in fixed places, and marked for `DISTANCE_JOBS`,
+    which are one), and whether the hit rate beats it (`PLACE_BEATEN`)."""
     header = ["job", "best head (layer, head)", "held-out score"]
-    header += ["even spread", "median head", "fixed distance"]
+    header += ["even spread", "median head", "does the job?"]
     if detail:
         header = ["job", "held-out score (95% interval)", "bar"]
         header += ["does the job?", "hit rate (95% interval)"]
@@ -139,10 +141,6 @@ def table(jobs, detail=False):
         if job.inputs != "sentences":
             name += f" (on {html.escape(job.inputs)})"
         common = job.does_job and job.common  # the median head looks there
-        if common and not detail:
-            name += f" ({COMMON})"
-        elif not (detail or job.does_job):  # the best head, not a good one
-            name += f" ({BELOW})"
         where = f"{job.place:.2f}"
         fixed = job.name in PARKING + DISTANCE_JOBS  # place alone does it
         if job.name in PARKING:  # [CLS] and [SEP] stand in fixed places
@@ -172,7 +170,7 @@ def table(jobs, detail=False):
                     f"{job.held_out:.2f}",
                     f"{job.even:.2f}",
                     f"{job.median:.2f}",
-                    where,
+                    CLEARLY[job.does_job] + (f" ({COMMON})" * common),
                 ]
             )
     return markdown_table(header, rows)
