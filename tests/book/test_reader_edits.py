@@ -1306,7 +1306,7 @@ EDITS = [
                 '"time passes like an arrow"',
             ),
         ),
-        until='glue("fl_share"',  # the head is found by position
+        until="fl_share=share",  # the head is found by position
     ),
     Edit(
         "head_costs",

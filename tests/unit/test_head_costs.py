@@ -151,7 +151,7 @@ def test_page_verdicts_judge_ratios_as_printed_and_differences_by_sign():
         "batch_answer": "faster at some lengths timed",  # 5 only
         "products_short": "slower than",
         "softmax_most": "slower than",
-        "fused_short": "barely slower here, by 6–8%, than",
+        "fused_short": "slower in this build, by 6–8%, than",
         "fused_long": "not clearly faster or slower than",  # 0.78 to 1.00
     }
     record.batched_loop[9] = PairedRatio(0.84, 0.75, 0.99)  # under 1
@@ -198,9 +198,10 @@ def test_each_timing_phrase_points_the_way_its_ratio_does():
     assert than["near_less"] == than["near_more"] == undecided
     # all of it on one side of 1, though inside the margin in part: the
     # direction holds, and the phrase gives its size as the interval's
-    # percentages (reads 283-284 and 286), rounded as the ratio is printed
+    # percentages (reads 283-284 and 286), rounded as the ratio is printed,
+    # in one wording whether or not it stays inside the margin (read 354)
     less = head_costs.than(PairedRatio(0.95, 0.901, 0.98))
-    assert less["under"] == "barely faster here, by 2–10%, than"
+    assert less["under"] == "faster in this build, by 2–10%, than"
     wider = head_costs.than(PairedRatio(0.95, 0.88, 0.98))  # past 0.9
     assert wider["under"] == "faster in this build, by 2–12%, than"
     more = head_costs.than(PairedRatio(1.06, 1.004, 1.19))

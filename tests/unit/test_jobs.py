@@ -120,6 +120,14 @@ def test_on_pairs_the_same_place_in_the_other_sentence_competes():
     found = dataclasses.replace(job_at(0.3, 0.1, 0.05), name="same word")
     found = dataclasses.replace(found, place=0.47, distance=jobs.MIRROR)
     assert f"0.47: {jobs.MIRROR}" in gallery.table([found], True).data
+    # the compact table says when place alone scores as high or higher
+    better = "| not clearly; place alone does better |"
+    assert gallery.table([found]).data.endswith(better)
+    tied = dataclasses.replace(found, place=0.35)  # inside 0.30 to 0.40
+    as_well = "| not clearly; place alone does as well |"
+    assert gallery.table([tied]).data.endswith(as_well)
+    beaten = dataclasses.replace(found, place=0.2)
+    assert gallery.table([beaten]).data.endswith("| not clearly |")
 
 
 def test_the_compact_table_flags_a_job_many_heads_do():
@@ -237,7 +245,9 @@ def test_the_figure_and_table_show_each_job():
     found[2].inputs = "pairs"
     rows = gallery.table(found).data.splitlines()
     assert len(rows) == 2 + len(found)
-    assert rows[2] == "| previous word | 1, 2 | 1.00 | 0.12 | 0.12 | yes |"
+    # place alone, one word back, does the previous word's job as well
+    done = "yes; place alone does as well"
+    assert rows[2] == f"| previous word | 1, 2 | 1.00 | 0.12 | 0.12 | {done} |"
     assert rows[0].endswith(
         "| best head (layer, head) | held-out score | even spread | "
         "median head | does the job? |"
@@ -520,7 +530,6 @@ def test_the_study_runs_on_a_random_bert_and_finds_no_job_there(tmp_path):
         "flies_top_match",
         "flies_draws",
         "copy_passes",
-        "flies_box",
         "copy_means",
     ]
     for name, rule, args, phrases in verdicts:

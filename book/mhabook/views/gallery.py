@@ -110,6 +110,10 @@ DOES["no"] = "no"
 COMMON = "many heads look there too"
 # The compact table's last column: whether the best head clears its bar.
 CLEARLY = {True: "yes", False: "not clearly"}
+# And, beside it, whether the best fixed distance scores as high (its
+# `Job.share_vs_place`), for every job but `PARKING`'s.
+PLACE_TOO = {"more": "", "same": "; place alone does as well"}
+PLACE_TOO["less"] = "; place alone does better"
 # Whether a head's score beats the best fixed distance's: its interval
 # against that one number (`verdicts.compare`), as a clause.
 VS_PLACE = {
@@ -123,9 +127,10 @@ def table(jobs, detail=False):
     """The gallery as a Markdown table, one row per job: its best head and
     that head's held-out score beside its baselines, an even spread and
     the median head, and whether it clearly does the job (`Job.does_job`,
-    in `CLEARLY`'s words). detail=True gives instead the score's 95%
-    interval, the job's bar, whether the head does the job (`verdict`, in
-    `DOES`' words), the head's hit rate (`Job.hits`), what the best fixed
+    in `CLEARLY`'s words) and whether place alone does as well
+    (`PLACE_TOO`). detail=True gives instead the score's 95% interval,
+    the job's bar, whether the head does the job (`verdict`, in `DOES`'
+    words), the head's hit rate (`Job.hits`), what the best fixed
     distance scores (`jobs.fixed_distance`: left out for `PARKING`'s
     tokens, which stand in fixed places, and marked for `DISTANCE_JOBS`,
     which are one), and whether the hit rate beats it (`PLACE_BEATEN`)."""
@@ -143,6 +148,8 @@ def table(jobs, detail=False):
         common = job.does_job and job.common  # the median head looks there
         where = f"{job.place:.2f}"
         fixed = job.name in PARKING + DISTANCE_JOBS  # place alone does it
+        place = PLACE_TOO[job.share_vs_place]  # what place alone scores
+        parked = job.name in PARKING  # no distance reaches every [SEP]
         if job.name in PARKING:  # [CLS] and [SEP] stand in fixed places
             where = "n/a: a fixed place"
         elif fixed:  # the job is a fixed distance
@@ -170,7 +177,9 @@ def table(jobs, detail=False):
                     f"{job.held_out:.2f}",
                     f"{job.even:.2f}",
                     f"{job.median:.2f}",
-                    CLEARLY[job.does_job] + (f" ({COMMON})" * common),
+                    CLEARLY[job.does_job]
+                    + (f" ({COMMON})" * common)
+                    + ("" if parked or np.isnan(job.place) else place),
                 ]
             )
     return markdown_table(header, rows)
@@ -344,7 +353,6 @@ def page_verdicts(study, first, checkpoint):
         ),
         ("flies_draws", "above", (held, 0), PASSES),  # held out
         ("copy_passes", "above", (copied, 0), PASSES),  # B a copy of A
-        ("flies_box", "above", (held, 0), PASSES),  # the same, in the box
         (
             "copy_means",  # what the copy control says of the pass
             "above",

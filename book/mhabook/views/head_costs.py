@@ -247,16 +247,12 @@ def than(ratio):
     """THAN for one PairedRatio of times, as printed (`shown`): where its
     interval lies on one side of 1 but not all beyond MATTERS, the phrase
     gives the interval as percentages: 'faster in this build, by 2–12%,
-    than', or 'barely faster here, by 2–9%, than' when all of it is inside
-    MATTERS."""
+    than' (one wording, whether or not all of it is inside MATTERS)."""
     low, high = shown(ratio).low, shown(ratio).high
     less, more = percents(1 - high, 1 - low), percents(low - 1, high - 1)
-    where = "in this build"  # all of it inside the margin: barely, here
-    faster = "barely faster here" if low >= 1 - MATTERS else f"faster {where}"
-    slower = "barely slower here" if high <= 1 + MATTERS else f"slower {where}"
     return THAN | {
-        "under": f"{faster}, by {less}, than",
-        "over": f"{slower}, by {more}, than",
+        "under": f"faster in this build, by {less}, than",
+        "over": f"slower in this build, by {more}, than",
     }
 
 
