@@ -1,6 +1,8 @@
 """head_costs' measurements: operation counts, peak tensor memory,
 interleaved timings, paired ratios, and the page's one results function."""
 
+from collections import Counter
+
 import pytest
 import torch
 
@@ -68,16 +70,27 @@ def test_the_loop_holds_every_map_twice():
         assert watch(loop, x)[1] >= 2 * maps
 
 
-def test_time_interleaved_rotates_the_order():
+def test_time_interleaved_balances_the_order():
     calls = []
     fns = [lambda n=n: calls.append(n) for n in "abc"]
-    times = costs.time_interleaved(fns, repeats=3, min_run_time=0.001)
-    assert times.shape == (3, 3) and bool((times > 0).all())
-    firsts = [
-        name for i, name in enumerate(calls) if i == 0 or calls[i - 1] != name
+    times = costs.time_interleaved(fns, repeats=6, min_run_time=0.001)
+    assert times.shape == (6, 3) and bool((times > 0).all())
+    assert set(calls) == set("abc")
+    # rotated every two repeats, every other one reversed: in six repeats,
+    # every order of the three, so each fn runs right after each other as
+    # often, where a rotation alone runs b after a in 2 of 3 repeats
+    orders = [
+        "".join("abc"[i] for i in costs.run_order(r, 3)) for r in range(6)
     ]
-    # each fn's block size is set first (two calls each), then the repeats
-    assert firsts == list("abc" + "abcbcacab")
+    assert orders == ["abc", "cba", "bca", "acb", "cab", "bac"]
+    after = Counter(o[k : k + 2] for o in orders for k in (0, 1))
+    assert set(after.values()) == {2} and len(after) == 6
+    assert [costs.run_order(r, 2) for r in range(4)] == [
+        [0, 1],
+        [1, 0],
+        [1, 0],
+        [0, 1],
+    ]
 
 
 def test_time_interleaved_times_the_loop_without_its_per_head_checks():

@@ -128,6 +128,11 @@ def test_on_pairs_the_same_place_in_the_other_sentence_competes():
     assert gallery.table([tied]).data.endswith(as_well)
     beaten = dataclasses.replace(found, place=0.2)
     assert gallery.table([beaten]).data.endswith("| not clearly |")
+    # judged as printed: 0.999 to 0.9996 shows as 1.00, as place does
+    near = dataclasses.replace(found, low=0.999, high=0.9996, place=1.0)
+    assert gallery.table([near]).data.endswith(
+        "| yes; place alone does as well |"
+    )
 
 
 def test_the_compact_table_flags_a_job_many_heads_do():

@@ -72,13 +72,22 @@ def block_size(timer, min_run_time):
     return max(1, math.ceil(min_run_time / max(once, 1e-9)))
 
 
+def run_order(repeat, n):
+    """The order in which `time_interleaved` runs n fns at a repeat:
+    rotated every two repeats, every odd repeat reversed."""
+    order = [(repeat // 2 + k) % n for k in range(n)]
+    return order[::-1] if repeat % 2 else order
+
+
 def time_interleaved(fns, repeats=15, min_run_time=0.02):
     """(repeats, len(fns)) tensor of seconds per call.
 
     fns: a sequence of zero-argument callables. Each repeat times every fn
-    once, in an order rotated from repeat to repeat (interleaved), so that
-    whatever else the machine does hits all of them alike, and no fn always
-    runs first. Each time is the mean per call of one block of calls
+    once (interleaved), so that whatever else the machine does hits all of
+    them alike. The order is rotated every two repeats and reversed every
+    other repeat, so that no fn always runs first, and none mostly runs
+    right after another (a rotation alone would run b after a in 2 of 3
+    repeats of three fns). Each time is the mean per call of one block of calls
     (torch.utils.benchmark's Timer, on one thread) that runs >=
     min_run_time; a fn's block size is set once, before the repeats. Row r
     of every column comes from repeat r, so the columns are paired (see
@@ -99,8 +108,7 @@ def time_interleaved(fns, repeats=15, min_run_time=0.02):
     with unchecked():
         blocks = [block_size(timer, min_run_time) for timer in timers]
         for r in range(repeats):
-            for k in range(len(fns)):
-                i = (r + k) % len(fns)  # repeat r starts with fn r (mod n)
+            for i in run_order(r, len(fns)):
                 times[r, i] = timers[i].timeit(blocks[i]).mean
     return times
 

@@ -12,6 +12,7 @@ from ..experiments.jobs import (
     PARKING,
     determiner_noun,
 )
+from ..experiments.verdicts import compare
 from .sharing import markdown_table
 
 
@@ -111,7 +112,8 @@ COMMON = "many heads look there too"
 # The compact table's last column: whether the best head clears its bar.
 CLEARLY = {True: "yes", False: "not clearly"}
 # And, beside it, whether the best fixed distance scores as high (its
-# `Job.share_vs_place`), for every job but `PARKING`'s.
+# `Job.share_vs_place`, on the numbers as printed, to 2 decimals), for
+# every job but `PARKING`'s.
 PLACE_TOO = {"more": "", "same": "; place alone does as well"}
 PLACE_TOO["less"] = "; place alone does better"
 # Whether a head's score beats the best fixed distance's: its interval
@@ -148,7 +150,8 @@ def table(jobs, detail=False):
         common = job.does_job and job.common  # the median head looks there
         where = f"{job.place:.2f}"
         fixed = job.name in PARKING + DISTANCE_JOBS  # place alone does it
-        place = PLACE_TOO[job.share_vs_place]  # what place alone scores
+        printed = [round(x, 2) for x in job.against_place]  # as shown
+        place = PLACE_TOO[compare(*printed)]  # what place alone scores
         parked = job.name in PARKING  # no distance reaches every [SEP]
         if job.name in PARKING:  # [CLS] and [SEP] stand in fixed places
             where = "n/a: a fixed place"
