@@ -153,7 +153,7 @@ def table(jobs, detail=False):
         printed = [round(x, 2) for x in job.against_place]  # as shown
         place = PLACE_TOO[compare(*printed)]  # what place alone scores
         parked = job.name in PARKING  # no distance reaches every [SEP]
-        if job.name in PARKING:  # [CLS] and [SEP] stand in fixed places
+        if parked:  # [CLS] and [SEP] stand in fixed places
             where = "n/a: a fixed place"
         elif fixed:  # the job is a fixed distance
             where += ": the job itself"
@@ -272,7 +272,8 @@ AFTER[False] = "The head stops at the noun"
 
 
 # The grammar head's held-out share against the best fixed distance's
-# (`Job.share_vs_place`), for section 4.2, beside its hit rate.
+# (`Job.share_vs_place`), for section 4's `sec-grammar-head`, beside its
+# hit rate.
 SHARE_PLACE = {
     "more": "By share, it beats every fixed distance",
     "same": "By share, it ties a fixed distance",
@@ -288,7 +289,8 @@ SHARE_BOX = {
 }
 
 
-# Whether section 4.4's head passes its test (`FliesTest.pattern_holds`).
+# Whether the head of section 4's `sec-head-8` passes its test
+# (`FliesTest.pattern_holds`).
 PASSES = {True: "passes", False: "fails"}
 
 
@@ -312,7 +314,7 @@ def page_verdicts(study, first, checkpoint):
     beyond["some"] = f"{k} of {n} heads beat their fixed distance"
     beyond["most"] = beyond["some"]
     grammar, top = study.grammar, study.grammar_numbers()
-    held = int(study.flies.pattern_holds)  # section 4.4's test
+    held = int(study.flies.pattern_holds)  # the test of sec-head-8
     copied = int(study.copy_control.pattern_holds)  # with B a copy of A
     return [
         ("model_phrase", "above", (int(checkpoint.is_bundled), 0), MODEL),
