@@ -550,7 +550,7 @@ def test_the_study_runs_on_a_random_bert_and_finds_no_job_there(tmp_path):
     beyond = "no head here beats its fixed distance"
     assert decide(*verdicts[2][1:])[1] == beyond
     draws = verdicts[names.index("flies_draws")]  # a random BERT: no picture
-    assert decide(*draws[1:]) == (False, "fails")
+    assert decide(*draws[1:]) == (False, "does not hold")
 
 
 def test_on_pair_reads_the_jobs_own_row_and_refuses_a_head_of_no_job():

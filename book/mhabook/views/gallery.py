@@ -289,9 +289,10 @@ SHARE_BOX = {
 }
 
 
-# Whether the head of section 4's `sec-head-8` passes its test
-# (`FliesTest.pattern_holds`).
-PASSES = {True: "passes", False: "fails"}
+# Whether the source's pattern holds, held out, for the head of section
+# 4's `sec-head-8` (`FliesTest.pattern_holds`), and with sentence B a copy
+# of A (its copy control).
+HOLDS = {True: "holds", False: "does not hold"}
 
 
 # Which model the page reads: the bundled one or another.
@@ -356,8 +357,8 @@ def page_verdicts(study, first, checkpoint):
             (int(study.source_top_at[0] == study.source_targets[0]), 0),
             {True: "sentence A's target", False: "not sentence A's target"},
         ),
-        ("flies_draws", "above", (held, 0), PASSES),  # held out
-        ("copy_passes", "above", (copied, 0), PASSES),  # B a copy of A
+        ("flies_draws", "above", (held, 0), HOLDS),  # held out
+        ("copy_passes", "above", (copied, 0), HOLDS),  # B a copy of A
         (
             "copy_means",  # what the copy control says of the pass
             "above",

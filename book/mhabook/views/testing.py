@@ -287,7 +287,7 @@ def page_verdicts(results):
     pattern, _ = head8_counts((l0, swapped))
     target = checks_won((l0, swapped), "more")  # checks A's target wins
     up_pattern, up_before = head8_counts((c2.upper, c2.upper_swapped))
-    passes = {True: "passes", False: "fails"}
+    holds = {True: "holds", False: "does not hold"}
     return [
         *answers(c1, pattern, up_before, p),  # the box's short answers
         (
@@ -310,14 +310,14 @@ def page_verdicts(results):
             (int(l0.head == swapped.head), 0),
             {True: "the same head", False: "another head"},
         ),
-        ("c2_forward", "all_above", (l0.pattern_margins, 0), passes),
+        ("c2_forward", "all_above", (l0.pattern_margins, 0), holds),
         (
             "same_sense",  # the same head on pairs whose B copies A
             "above",
             (int(results.same_sense.pattern_holds), 0),
             {
-                True: "still passes the test",
-                False: "no longer passes the test",
+                True: "still shows the pattern",
+                False: "no longer shows the pattern",
             },
         ),
         (
@@ -325,8 +325,8 @@ def page_verdicts(results):
             "above",
             (int(results.upper_same_sense.pattern_holds), 0),
             {
-                True: "also passes the test",
-                False: "does not pass the test",
+                True: "also shows the pattern",
+                False: "does not show the pattern",
             },
         ),
         (
@@ -353,7 +353,7 @@ def page_verdicts(results):
                 False: "depends on B's own words",
             },
         ),
-        ("swap_holds", "all_above", (swapped.pattern_margins, 0), passes),
+        ("swap_holds", "all_above", (swapped.pattern_margins, 0), holds),
         (
             "rival_first_b",  # and B's first target
             "compare",
