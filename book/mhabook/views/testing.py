@@ -256,7 +256,7 @@ def answers(c1, pattern, up_before, p):
                 "none": "No",
                 "some": "In one of two tries",
                 "most": "In one of two tries",
-                "all": "Yes",
+                "all": "Only by place and word",
             },
         ),
         (
