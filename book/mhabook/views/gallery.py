@@ -281,15 +281,16 @@ SHARE_PLACE = {
 }
 
 
-# The same, in the box, before "share" and "fixed distance" are defined.
+# The same, after its hit rate against the best fixed distance's.
 SHARE_BOX = {
-    "more": "it beats that rule",
-    "same": "it only ties that rule",
-    "less": "that rule beats it",
+    "more": "the head beats that fixed distance",
+    "same": "the head only ties that fixed distance",
+    "less": "that fixed distance beats the head",
 }
 
 
-# Whether the source's pattern holds, held out, for the head of section
+# Whether the weak pattern (each target above an even share, and above
+# what the other "flies" gives it) holds, held out, for the head of section
 # 4's `sec-head-8` (`FliesTest.pattern_holds`), and with sentence B a copy
 # of A (its copy control).
 HOLDS = {True: "holds", False: "does not hold"}
@@ -360,7 +361,7 @@ def page_verdicts(study, first, checkpoint):
         ("flies_draws", "above", (held, 0), HOLDS),  # held out
         ("copy_passes", "above", (copied, 0), HOLDS),  # B a copy of A
         (
-            "copy_means",  # what the copy control says of the pass
+            "copy_means",  # what the copy control says of the result
             "above",
             (copied, 0),
             {
