@@ -836,15 +836,18 @@ def test_the_page_finds_the_planted_claim_heads():
     assert realheads.head8_counts(l0)[1] == 0  # the word before wins nowhere
     assert found["c2_forward"][0] is found["swap_holds"][0] is True
     assert found["same_head"] == (True, "the same head")  # one planted
-    assert found["same_sense"] == (True, "still shows the pattern")
+    assert found["same_sense"] == (True, "still shows the weak pattern")
     assert found["c2_upper"][0] == "same"  # layer 1 spreads evenly
-    assert found["upper_same_sense"] == (False, "does not show the pattern")
+    assert found["upper_same_sense"] == (
+        False,
+        "does not show the weak pattern",
+    )
     assert found["claim_coref"][0] is True
     assert found["norm_verdict"][0] is True
     upper = outcomes(planted_results(flies_heads=((1, 0),)))
     assert upper["c2_upper"] == ("more", "is above an even share")
     assert upper["pattern_halves"][0] == "none"  # layer 0 spreads evenly
-    assert upper["upper_same_sense"] == (True, "also shows the pattern")
+    assert upper["upper_same_sense"] == (True, "also shows the weak pattern")
     # the control reads the planted pairs themselves: the same score
     assert upper["upper_same_vs"][0] == "same"
 

@@ -316,8 +316,8 @@ def page_verdicts(results):
             "above",
             (int(results.same_sense.pattern_holds), 0),
             {
-                True: "still shows the pattern",
-                False: "no longer shows the pattern",
+                True: "still shows the weak pattern",
+                False: "no longer shows the weak pattern",
             },
         ),
         (
@@ -325,8 +325,8 @@ def page_verdicts(results):
             "above",
             (int(results.upper_same_sense.pattern_holds), 0),
             {
-                True: "also shows the pattern",
-                False: "does not show the pattern",
+                True: "also shows the weak pattern",
+                False: "does not show the weak pattern",
             },
         ),
         (
