@@ -10,7 +10,7 @@ import torch
 
 from ..experiments.jobs import CLEAR
 from ..experiments.realheads import checks_won, head8_counts
-from .gallery import BEFORE
+from .gallery import BEFORE, HOLDS
 from .plotting import PALETTE, head_scatter
 
 
@@ -287,7 +287,6 @@ def page_verdicts(results):
     pattern, _ = head8_counts((l0, swapped))
     target = checks_won((l0, swapped), "more")  # checks A's target wins
     up_pattern, up_before = head8_counts((c2.upper, c2.upper_swapped))
-    holds = {True: "holds", False: "does not hold"}
     return [
         *answers(c1, pattern, up_before, p),  # the box's short answers
         (
@@ -310,7 +309,7 @@ def page_verdicts(results):
             (int(l0.head == swapped.head), 0),
             {True: "the same head", False: "another head"},
         ),
-        ("c2_forward", "all_above", (l0.pattern_margins, 0), holds),
+        ("c2_forward", "all_above", (l0.pattern_margins, 0), HOLDS),
         (
             "same_sense",  # the same head on pairs whose B copies A
             "above",
@@ -353,7 +352,7 @@ def page_verdicts(results):
                 False: "depends on B's own words",
             },
         ),
-        ("swap_holds", "all_above", (swapped.pattern_margins, 0), holds),
+        ("swap_holds", "all_above", (swapped.pattern_margins, 0), HOLDS),
         (
             "rival_first_b",  # and B's first target
             "compare",
