@@ -438,7 +438,11 @@ def test_the_study_runs_on_a_random_bert_and_finds_no_job_there(tmp_path):
     (first, last), share = ex["phrases"][0], rows[0][1]
     weights = ex["attention"][study.grammar.layer, study.grammar.head]
     assert rows[0][0] == last - first - 1 and share == weights[first, last]
-    assert any(study.grammar_example is e for e in study.phrases[1::2])
+    shown = study.grammar_example  # held out, with no unmarked determiner
+    held = study.phrases[1::2]
+    dets = [sum(t in jobs.DETERMINERS for t in e["tokens"]) for e in held]
+    assert 1 in dets and dets.count(1) < len(dets)  # the data offers both
+    assert [dets[i] for i, e in enumerate(held) if e is shown] == [1]
     # the first job's score on the pair is its score over that one pair
     pair = rh.run_example(model, tokenizer, text_a, text_b)
     scores, _ = jobs.job_shares([pair], jobs.previous_word)

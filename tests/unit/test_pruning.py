@@ -470,10 +470,12 @@ def test_the_figures_draw_what_the_record_holds(planted):
     _, _, _, result = planted
     fig = pruning_curves(result)
     top, bottom = fig.axes[:2]
-    mean, every, curve = top.get_lines()[:3]  # random: mean, each at half
+    mean, every, spared, curve = top.get_lines()[:4]  # random, at half
     assert list(curve.get_xdata()) == list(result.by_importance)
     assert list(every.get_xdata()) == [result.half] * len(result.random_half)
     assert list(every.get_ydata()) == result.rand_fids  # all, not a few
+    assert list(spared.get_ydata()) == result.rest_half  # the fair ones
+    assert fig.legends[0].get_texts()[-1].get_text() == spared.get_label()
     assert bottom.get_lines()[-1].get_ydata()[0] == result.limit
     plt.close(fig)
     fig = behaviour_scatter(result)

@@ -89,6 +89,18 @@ def test_the_rerun_flops_are_what_pytorch_counts():
     assert timing.flop_growth == pytest.approx(expected)
 
 
+def test_a_stack_rerun_asks_its_top_layer_for_token_S_alone():
+    from torch.utils.flop_counter import FlopCounterMode
+
+    without, _ = sharing.decoding_steps(16, 4, 2, 8, num_layers=2)
+    S, d, gd_k = 8, 16, 8
+    below = 4 * S * d * d + 4 * S * d * gd_k + 4 * S * S * d  # all S
+    top = 4 * d * d + 4 * S * d * gd_k + 4 * S * d  # one query, S keys
+    with torch.no_grad(), FlopCounterMode(display=False) as counter:
+        without(S)
+    assert counter.get_total_flops() == below + top
+
+
 def planted_times(lengths, repeats, a=100e-6, b=1e-6, c=1e-7):
     """A time_interleaved table in which one layer's step without the
     cache costs c S^2 and its cached step a + b S; the stack's, at the

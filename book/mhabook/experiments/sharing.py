@@ -293,7 +293,9 @@ def decoding_steps(
     """(step_without, step_with): the step that produces token S in a
     stack of `num_layers` grouped layers, each fed the outputs of the one
     below. Without a cache every layer runs on all S tokens again (under a
-    causal mask); with one, token S goes through each layer against the
+    causal mask), except that a stack's top layer, whose output is needed
+    for token S alone, computes every key and value but only token S's
+    query; with a cache, token S goes through each layer against the
     S - 1 keys and values that layer cached."""
     torch.manual_seed(seed)
     config = GroupedAttentionConfig(width, num_heads, num_kv_heads)
@@ -306,11 +308,19 @@ def decoding_steps(
         for layer, cache in zip(layers, caches):
             x = layer(x, mask, cache)[0]  # layer l's input: l - 1's output
 
+    top = KVCache(1, num_kv_heads, max_tokens, d_k)  # the top's, refilled
+
     def step_without(S):  # every layer on all S tokens again
         x, mask = tokens[:, :S], causal_mask(S)
-        for layer in layers:
+        if num_layers == 1:
+            return layers[0](x, mask)[0][:, -1]  # token S's output
+        for layer in layers[:-1]:
             x = layer(x, mask)[0]
-        return x[:, -1]  # token S's output
+        layer = layers[-1]  # keys and values of all S, token S's query
+        kv = layer.kv(x[:, :-1]).view(1, S - 1, 2, num_kv_heads, d_k)
+        top.length = 0
+        top.append(*kv.permute(2, 0, 3, 1, 4))
+        return layer(x[:, -1:], cache=top)[0][:, -1]
 
     def step_with(S):  # token S through each layer, S - 1 cached
         x = tokens[:, S - 1 : S]

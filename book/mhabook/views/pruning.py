@@ -16,8 +16,9 @@ BEHAVIOURS = {
 def pruning_curves(result):
     """Fidelity (top) and task score (bottom) against heads removed:
     least important first, random orders as a band and their mean (with
-    every order's value at `half`), and whole layers; the task's threshold
-    as a dotted line."""
+    every order's value at `half`, and on fidelity, just right of it, the
+    orders that spare the top layer), and whole layers; the task's
+    threshold as a dotted line."""
     fig, axes = plt.subplots(
         2, 1, figsize=(4.8, 7), sharex=True, layout="constrained"
     )
@@ -48,6 +49,16 @@ def pruning_curves(result):
             markersize=9,
             label=f"{len(at_half)} random orders at {result.half}",
         )
+        if m == 0:  # the fairer baseline: orders that spare the top layer
+            (spared,) = ax.plot(
+                [result.half + 3] * len(result.rest_half),
+                result.rest_half,
+                "_",
+                color=PALETTE[2],
+                markersize=9,
+                label=f"{len(result.rest_half)} orders sparing layer "
+                f"{result.top_layer}",
+            )
         for curve, style, colour, name in lines:
             ys = [v[m] for v in curve.values()]
             ax.plot(list(curve), ys, style, color=colour, label=name)
@@ -63,8 +74,10 @@ def pruning_curves(result):
     axes[1].yaxis.set_major_formatter("{x:.0%}")
     # the task panel keeps matplotlib's limits, fitted to its data: its
     # steps are single rows, lost on an axis from 0
+    handles, labels = axes[1].get_legend_handles_labels()
     fig.legend(
-        *axes[1].get_legend_handles_labels(),
+        [*handles, spared],
+        [*labels, spared.get_label()],
         loc="outside lower center",
         ncol=2,
     )
