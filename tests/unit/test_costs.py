@@ -238,9 +238,12 @@ def test_results_pair_the_right_columns(record):
     assert len(record.batched_loop_each) == len(LENGTHS) * len(HEADS)
     assert record.softmax_heads.median == pytest.approx(8 / 7)
     # batched / loop at h = 4 (5 / 4) over the same at h = 1 (2 / 1)
-    gain = record.heads_gain
-    assert (gain.median, gain.low, gain.high) == pytest.approx((5 / 8,) * 3)
-    assert gain.of_medians == pytest.approx(5 / 8)
+    for gain in record.heads_gain.values():  # at every length
+        assert (gain.median, gain.low, gain.high) == pytest.approx(
+            (5 / 8,) * 3
+        )
+        assert gain.of_medians == pytest.approx(5 / 8)
+    assert list(record.heads_gain) == list(record.lengths)
     assert record.softmax == {1: pytest.approx(14e-3), 4: pytest.approx(16e-3)}
 
 

@@ -137,7 +137,10 @@ def test_page_verdicts_judge_ratios_as_printed_and_differences_by_sign():
         5: PairedRatio(0.7, 0.65, 0.75),
         9: PairedRatio(1.04, 1.01, 1.08),  # slower, inside the margin
     }
-    record.heads_gain = PairedRatio(0.8, 0.7, 0.9)  # the two, paired
+    record.heads_gain = {  # the two, paired: 12 heads' ratio over 1's
+        5: PairedRatio(0.8, 0.7, 0.9),
+        9: PairedRatio(0.95, 0.85, 1.05),
+    }
     record.softmax_heads = PairedRatio(11.9, 10.8, 14.2)
     record.products_ratio = PairedRatio(1.8, 1.6, 2.2)
     found = {
@@ -146,19 +149,21 @@ def test_page_verdicts_judge_ratios_as_printed_and_differences_by_sign():
     }
     assert found == {
         "batched_short": "faster than",
-        "heads_effect": "lowers",  # paired: 0.7 to 0.9, all below 1
+        "heads_effect_short": "lowers",  # paired: 0.7 to 0.9, below 1
+        "heads_effect_long": "does not clearly change",  # holds 1
         "few_batch": "with no heads to batch",  # the fewest heads: 1
-        "batch_answer": "faster at some lengths timed",  # 5 only
+        "batch_answer": "faster at some lengths timed",  # gains at 5 only
         "products_short": "slower than",
         "softmax_most": "slower than",
         "fused_short": "slower in this build, by 6–8%, than",
         "fused_long": "not clearly faster or slower than",  # 0.78 to 1.00
     }
-    record.batched_loop[9] = PairedRatio(0.84, 0.75, 0.99)  # under 1
+    record.heads_gain[9] = PairedRatio(0.84, 0.75, 0.99)  # under 1
     answer = {v[0]: v for v in head_costs.page_verdicts(record)}
     every = "faster at every length timed"
     assert decide(*answer["batch_answer"][1:])[1] == every
-    record.batched_loop = {T: PairedRatio(1, 0.9, 1.1) for T in (5, 9)}
+    record.batched_loop = {T: PairedRatio(0.5, 0.4, 0.6) for T in (5, 9)}
+    record.heads_gain = {T: PairedRatio(1, 0.9, 1.1) for T in (5, 9)}
     answer = {v[0]: v for v in head_costs.page_verdicts(record)}
     none = "not clearly faster at any length timed"
     assert decide(*answer["batch_answer"][1:])[1] == none

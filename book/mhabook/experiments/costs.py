@@ -246,9 +246,9 @@ class HeadCosts:
     contenders: list  # (name, h) of the columns of times[T]
     times: dict  # T -> (repeats, len(contenders)) seconds
     batched_loop_each: dict  # (T, h) -> PairedRatio, batched / loop
-    # at the short length, batched / loop at most heads over the same at
+    # T -> PairedRatio: batched / loop at most heads over the same at
     # fewest, within each repeat: what going to more heads does to it
-    heads_gain: PairedRatio
+    heads_gain: dict
     fused_batched: dict  # T -> PairedRatio, fused / batched
     loop_heads: dict  # T -> PairedRatio, loop at most / fewest heads
     batched_heads: dict  # T -> PairedRatio, the same for batched
@@ -407,12 +407,15 @@ def head_costs_results(
             for T in lengths
             for h in head_counts
         },
-        heads_gain=ratio(
-            short,
-            ("batched", most),
-            ("loop", most),
-            over=(("batched", few), ("loop", few)),
-        ),
+        heads_gain={
+            T: ratio(
+                T,
+                ("batched", most),
+                ("loop", most),
+                over=(("batched", few), ("loop", few)),
+            )
+            for T in lengths
+        },
         fused_batched=per_length(("fused", most), ("batched", most)),
         loop_heads=per_length(("loop", most), ("loop", few)),
         batched_heads=per_length(("batched", most), ("batched", few)),
