@@ -271,5 +271,6 @@ def test_results_refuse_what_they_cannot_measure():
         costs.head_costs_results(WIDTH, HEADS, LENGTHS[:1], repeats=3)
     with pytest.raises(ValueError, match="repeat one"):
         costs.head_costs_results(WIDTH, (1, 1, 2), LENGTHS, repeats=3)
-    with pytest.raises(ValueError, match="two different lengths"):
-        costs.head_costs_results(WIDTH, HEADS, (13, 13), repeats=3)
+    for lengths in ((13, 13), (5, 9, 13)):  # the page reads two
+        with pytest.raises(ValueError, match="exactly two different lengths"):
+            costs.head_costs_results(WIDTH, HEADS, lengths, repeats=3)

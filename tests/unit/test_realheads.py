@@ -750,7 +750,9 @@ def test_testing_results_on_a_random_bert_find_no_claim_2():
 
     names = [job.name for job in results.gallery]
     assert names == [*jobs.JOBS, jobs.GRAMMAR]
-    assert testing.page_numbers(results)["clear_share"] == jobs.CLEAR
+    numbers = testing.page_numbers(results)
+    assert numbers["clear_share"] == jobs.CLEAR
+    assert (numbers["gallery_n"], numbers["gallery_done"]) == (len(names), 0)
     one_layer = tiny_bert(
         vocab_size=tokenizer.vocab_size,
         hidden_size=16,
@@ -814,6 +816,7 @@ def planted_results(flies_heads=((0, 1),), head=claim_head):
         upper_same_sense=flies_test(
             flies, layer=claim2.upper.layer, head=claim2.upper.head
         ),
+        gallery=[],  # section 4's jobs: none planted here
     )
 
 

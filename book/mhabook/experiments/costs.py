@@ -325,10 +325,10 @@ def head_costs_results(
         head_dim_for(width, h)  # a ValueError that names the fix
     if len(head_counts) < 2 or len(set(lengths)) != 2 or lengths[0] < 1:
         raise ValueError(
-            f"need two head counts or more, and two different lengths of 1 "
-            f"token or more, a short and a long one (the page compares "
-            f"them); got {head_counts} and {lengths}: use head counts such as "
-            f"(1, 4, 12) and lengths such as (13, 256)"
+            f"need two head counts or more, and exactly two different "
+            f"lengths of 1 token or more, a short and a long one (the page "
+            f"compares them); got {head_counts} and {lengths}: use head "
+            f"counts such as (1, 4, 12) and lengths such as (13, 256)"
         )
     if repeats < 3 or repeats % 2 == 0:
         raise ValueError(

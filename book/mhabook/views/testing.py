@@ -143,6 +143,8 @@ def page_numbers(results):
     before = c2.source_flies[0] - 1  # the word just before "flies" in A
     return {
         "clear_share": CLEAR,  # section 4's bar, as a share of the way to 1
+        "gallery_done": sum(job.does_job for job in results.gallery),
+        "gallery_n": len(results.gallery),  # section 4's jobs
         "ex_words": sum(words),
         "ex_even": 1 / sum(words),
         "ex_target": c2.source_tokens[target],
