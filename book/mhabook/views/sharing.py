@@ -164,16 +164,6 @@ def page_verdicts(r):
             SAME,
         ),
         (
-            "growth_verdict",
-            "compare",
-            shown(t.growth_without).against(2),
-            {
-                "more": "more than doubled",
-                "less": "less than doubled",
-                "same": "grew by an uncertain factor",
-            },
-        ),
-        (
             "growth_vs_flops",  # its growth over its arithmetic's, as THAN
             "ratio_margin",
             (low, high, MATTERS),

@@ -258,7 +258,7 @@ def answers(c1, pattern, up_before, p):
                 "none": "No",
                 "some": "In one of two tries",
                 "most": "In one of two tries",
-                "all": "Only by place and word",
+                "all": "Only by place, sentence and word",
             },
         ),
         (
