@@ -382,8 +382,8 @@ def head_costs_results(
         over = over and tuple(map(at, over))
         return paired_ratio(times[T], at(a), at(b), seed, over)
 
-    def per_length(a, b):
-        return {T: ratio(T, a, b) for T in lengths}
+    def per_length(a, b, over=None):
+        return {T: ratio(T, a, b, over) for T in lengths}
 
     soft = {
         h: times[long][:, columns[long].index(("softmax", h))] for h in scores
@@ -407,15 +407,11 @@ def head_costs_results(
             for T in lengths
             for h in head_counts
         },
-        heads_gain={
-            T: ratio(
-                T,
-                ("batched", most),
-                ("loop", most),
-                over=(("batched", few), ("loop", few)),
-            )
-            for T in lengths
-        },
+        heads_gain=per_length(
+            ("batched", most),
+            ("loop", most),
+            over=(("batched", few), ("loop", few)),
+        ),
         fused_batched=per_length(("fused", most), ("batched", most)),
         loop_heads=per_length(("loop", most), ("loop", few)),
         batched_heads=per_length(("batched", most), ("batched", few)),

@@ -308,11 +308,11 @@ def decoding_steps(
         for layer, cache in zip(layers, caches):
             x = layer(x, mask, cache)[0]  # layer l's input: l - 1's output
 
-    top = KVCache(1, num_kv_heads, max_tokens, d_k)  # the top's, refilled
+    top = KVCache(1, num_kv_heads, max_tokens, d_k)  # a stack's top, refilled
 
     def step_without(S):  # every layer on all S tokens again
         x, mask = tokens[:, :S], causal_mask(S)
-        if num_layers == 1:
+        if num_layers == 1:  # one layer: all S queries, as the page times
             return layers[0](x, mask)[0][:, -1]  # token S's output
         for layer in layers[:-1]:
             x = layer(x, mask)[0]
