@@ -249,8 +249,8 @@ BEFORE["most"] = BEFORE["some"]  # 1 of 2
 
 # Whether the grammar head finds the noun (its top token) for more
 # determiners than the best fixed distance does.
-PLACE = {True: "No fixed distance hits as often"}
-PLACE[False] = "A fixed distance hits as often"
+PLACE = {True: "No fixed distance finds nouns as often"}
+PLACE[False] = "A fixed distance finds nouns as often"
 
 
 # Whether other words whose next noun is the same (the words between, the
