@@ -1,6 +1,7 @@
 """Section 4's and testing_heads' helpers on tiny random BERTs and planted
 heads: inputs, weights, measures, the claim tests and the page's verdicts."""
 
+import copy
 import functools
 
 import pytest
@@ -345,6 +346,23 @@ def test_a_padded_batch_gives_each_input_what_it_gets_alone(tokenizer):
             ex["hidden_states"][-1], alone["hidden_states"][-1]
         )
     assert batch[0]["attention"].shape[-1] < batch[1]["attention"].shape[-1]
+
+
+def test_one_segment_reads_b_as_a_and_still_marks_b(tokenizer):
+    model = tiny_bert()
+    texts, pairs = ["time flies"], ["fruit flies arrow"]
+    (ex,) = run_examples(model, tokenizer, texts, pairs)
+    (one,) = run_examples(model, tokenizer, texts, pairs, one_segment=True)
+    torch.testing.assert_close(one["segments"], ex["segments"])
+    assert int(one["segments"].max()) == 1  # B's tokens still marked
+    assert not torch.allclose(one["attention"], ex["attention"])
+    # the same as a model whose segment B embedding is segment A's
+    same = copy.deepcopy(model)
+    table = same.embeddings.token_type_embeddings.weight
+    with torch.no_grad():
+        table[1] = table[0]
+    (ab,) = run_examples(same, tokenizer, texts, pairs)
+    torch.testing.assert_close(one["attention"], ab["attention"])
 
 
 def test_a_batch_longer_than_the_position_table_is_refused(tokenizer):
@@ -734,6 +752,11 @@ def test_testing_results_on_a_random_bert_find_no_claim_2():
     assert not all_above(results.claim2.layer0.pattern_margins, 0)
     assert results.claim2.upper.layer >= 1
     assert results.claim1.replicated <= 1
+    # claim 1 again, every token read as segment A's, on every head
+    assert results.one_segment.n_heads == results.claim1.n_heads
+    assert not torch.equal(
+        results.one_segment.ratio_all, results.claim1.ratio_all
+    )
     assert results.by_weight.shape == results.by_norm.shape == (2,)
     assert results.pronouns.n_confirm == 16
     # the place control reads the layer-0 head on the odd pairs, B = A
@@ -753,6 +776,7 @@ def test_testing_results_on_a_random_bert_find_no_claim_2():
     numbers = testing.page_numbers(results)
     assert numbers["clear_share"] == jobs.CLEAR
     assert (numbers["gallery_n"], numbers["gallery_done"]) == (len(names), 0)
+    assert numbers["c1_one_segment"] == results.one_segment.replicated
     one_layer = tiny_bert(
         vocab_size=tokenizer.vocab_size,
         hidden_size=16,
@@ -817,6 +841,7 @@ def planted_results(flies_heads=((0, 1),), head=claim_head):
             flies, layer=claim2.upper.layer, head=claim2.upper.head
         ),
         gallery=[],  # section 4's jobs: none planted here
+        one_segment=claim_one(pairs, seed=0),  # planted by weight alone
     )
 
 

@@ -79,14 +79,24 @@ def test_the_rerun_flops_are_what_pytorch_counts():
     names = [f.name for f in dataclasses.fields(sharing.Timing)]
     sizes = dict(width=16, num_heads=4, num_kv_heads=2, lengths=(4, 8))
     timing = sharing.Timing(**(dict.fromkeys(names) | sizes))
-    without, _ = sharing.decoding_steps(16, 4, 2, 8)
+    without, cached = sharing.decoding_steps(16, 4, 2, 8)
     for S in timing.lengths:
-        with torch.no_grad(), FlopCounterMode(display=False) as counter:
-            without(S)
-        assert counter.get_total_flops() == timing.flops_without(S)
-    # d = 16, g d_k = 8: projections 4 S d^2 + 4 S d g d_k, scores 4 S^2 d
-    expected = (8 * 1024 + 8 * 512 + 64 * 64) / (4 * 1024 + 4 * 512 + 16 * 64)
+        for step, flops in [
+            (without, timing.flops_without),
+            (cached, timing.flops_cached),
+        ]:
+            with torch.no_grad(), FlopCounterMode(display=False) as counter:
+                step(S)
+            assert counter.get_total_flops() == flops(S)
+    # d = 16, g d_k = 8: token S's query and output 4 d^2, the keys and
+    # values of all S tokens 4 S d g d_k, one query's scores 4 S d
+    expected = (1024 + 8 * 512 + 8 * 64) / (1024 + 4 * 512 + 4 * 64)
     assert timing.flop_growth == pytest.approx(expected)
+    # cached: the key and value of token S alone
+    cached_8 = 1024 + 512 + 8 * 64
+    assert timing.flop_ratio == pytest.approx(
+        (1024 + 8 * 512 + 8 * 64) / cached_8
+    )
 
 
 def test_a_stack_rerun_asks_its_top_layer_for_token_S_alone():

@@ -102,7 +102,9 @@ def within_sentence_share(attention, segments, is_word):
 # attention, its tokens and its segment ids (0 for A, 1 for B).
 
 
-def run_examples(model, tokenizer, texts, pairs=None, set_name=None):
+def run_examples(
+    model, tokenizer, texts, pairs=None, set_name=None, one_segment=False
+):
     """Run sentences (or pairs) through `model` in one padded batch.
 
     Returns one dict per input, cut to its own tokens: `attention`
@@ -110,6 +112,8 @@ def run_examples(model, tokenizer, texts, pairs=None, set_name=None):
     `segments` (T,) and the positions of the `special` tokens.
     Padding is masked, so each input gets the weights it gets alone.
     set_name: the file the inputs come from, named in errors.
+    one_segment: the model reads every token as segment A's, a control
+    for the segment embedding; `segments` still says which is B's.
     """
     texts = list(texts)
     inputs = tokenizer(
@@ -136,6 +140,9 @@ def run_examples(model, tokenizer, texts, pairs=None, set_name=None):
     if "token_type_ids" not in inputs:
         inputs["token_type_ids"] = torch.zeros_like(inputs["input_ids"])
     check_segments(model, inputs["token_type_ids"])
+    segments = inputs["token_type_ids"]  # (B, T): 0 for A, 1 for B
+    if one_segment:
+        inputs["token_type_ids"] = torch.zeros_like(segments)
     with torch.no_grad():
         out = model(
             **inputs, output_attentions=True, output_hidden_states=True
@@ -157,7 +164,7 @@ def run_examples(model, tokenizer, texts, pairs=None, set_name=None):
                 "attention": attention[b, :, :, :n, :n],
                 "hidden_states": [h[b : b + 1, :n] for h in out.hidden_states],
                 "tokens": tokens,
-                "segments": inputs["token_type_ids"][b, :n],
+                "segments": segments[b, :n],
                 "special": torch.tensor(special),
             }
         )
@@ -1336,6 +1343,9 @@ class TestingHeads:
     # the same control for claim 2's best head above layer 0
     upper_same_sense: FliesTest | None = None
     gallery: list | None = None  # section 4's rows (`jobs.gallery_jobs`)
+    # claim 1 with every token read as segment A's: a control for the
+    # segment embedding (`run_examples`' one_segment)
+    one_segment: ClaimOne | None = None
 
 
 def testing_results(model, tokenizer, draws=1000, sims=2000, seed=0):
@@ -1356,6 +1366,8 @@ def testing_results(model, tokenizer, draws=1000, sims=2000, seed=0):
             f"with at least 2 layers (MHA_CHECKPOINT)"
         )
     pairs, flies, pronouns = load_sets(model, tokenizer)
+    a_and_b = list(zip(*load_table(SETS["pairs"])))  # as load_sets reads it
+    one_segment = run_examples(model, tokenizer, *a_and_b, one_segment=True)
     by_weight, by_norm = special_shares(model, pairs)
     claim2 = claim_two(flies, seed=seed)
     from .jobs import gallery_jobs  # jobs imports this module
@@ -1372,4 +1384,5 @@ def testing_results(model, tokenizer, draws=1000, sims=2000, seed=0):
         same_sense=place_control(model, tokenizer, claim2.layer0, seed),
         upper_same_sense=place_control(model, tokenizer, claim2.upper, seed),
         gallery=gallery_jobs(model, tokenizer),
+        one_segment=claim_one(one_segment, seed=seed),
     )

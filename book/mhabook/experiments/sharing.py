@@ -274,11 +274,23 @@ class Timing:
         return self.speedups[-1]
 
     def flops_without(self, S):
-        """FLOPs of the layer rerun on S tokens (a multiply-add is two):
-        the query and output projections 4 S d^2, the key and value ones
-        4 S d g d_k, the scores and the weighted values 4 S^2 d."""
+        """FLOPs of the step without a cache (a multiply-add is two): token
+        S's query and output projections 4 d^2, the keys and values of all
+        S tokens 4 S d g d_k, its scores and weighted values 4 S d."""
         d, g, d_k = self.width, self.num_kv_heads, self.width // self.num_heads
-        return 4 * S * d * d + 4 * S * d * g * d_k + 4 * S * S * d
+        return 4 * d * d + 4 * S * d * g * d_k + 4 * S * d
+
+    def flops_cached(self, S):
+        """FLOPs of the cached step: as `flops_without`, but the key and
+        value of token S alone, 4 d g d_k."""
+        d, g, d_k = self.width, self.num_kv_heads, self.width // self.num_heads
+        return 4 * d * d + 4 * d * g * d_k + 4 * S * d
+
+    @property
+    def flop_ratio(self):
+        """Without the cache over with it, in FLOPs, at the longest S."""
+        longest = self.lengths[-1]
+        return self.flops_without(longest) / self.flops_cached(longest)
 
     @property
     def flop_growth(self):
@@ -292,11 +304,12 @@ def decoding_steps(
 ):
     """(step_without, step_with): the step that produces token S in a
     stack of `num_layers` grouped layers, each fed the outputs of the one
-    below. Without a cache every layer runs on all S tokens again (under a
-    causal mask), except that a stack's top layer, whose output is needed
-    for token S alone, computes every key and value but only token S's
-    query; with a cache, token S goes through each layer against the
-    S - 1 keys and values that layer cached."""
+    below. Without a cache, each layer below the top runs on all S tokens
+    again (under a causal mask), since the layer above needs all their
+    outputs; the top layer (the only one, in a stack of one), whose output
+    is needed for token S alone, computes every key and value but only
+    token S's query. With a cache, token S goes through each layer against
+    the S - 1 keys and values that layer cached."""
     torch.manual_seed(seed)
     config = GroupedAttentionConfig(width, num_heads, num_kv_heads)
     layers = [GroupedQueryAttention(config).eval() for _ in range(num_layers)]
@@ -310,10 +323,8 @@ def decoding_steps(
 
     top = KVCache(1, num_kv_heads, max_tokens, d_k)  # a stack's top, refilled
 
-    def step_without(S):  # every layer on all S tokens again
+    def step_without(S):  # every key and value of all S tokens again
         x, mask = tokens[:, :S], causal_mask(S)
-        if num_layers == 1:  # one layer: all S queries, as the page times
-            return layers[0](x, mask)[0][:, -1]  # token S's output
         for layer in layers[:-1]:
             x = layer(x, mask)[0]
         layer = layers[-1]  # keys and values of all S, token S's query

@@ -12,7 +12,6 @@ from ..experiments.jobs import (
     PARKING,
     determiner_noun,
 )
-from ..experiments.verdicts import compare
 from .sharing import markdown_table
 
 
@@ -111,11 +110,6 @@ DOES["no"] = "no"
 COMMON = "many heads look there too"
 # The compact table's last column: whether the best head clears its bar.
 CLEARLY = {True: "yes", False: "not clearly"}
-# And, beside it, whether the best fixed distance scores as high (its
-# `Job.share_vs_place`, on the numbers as printed, to 2 decimals), for
-# every job but `PARKING`'s.
-PLACE_TOO = {"more": "", "same": "; place alone does as well"}
-PLACE_TOO["less"] = "; place alone does better"
 # Whether a head's score beats the best fixed distance's: its interval
 # against that one number (`verdicts.compare`), as a clause.
 VS_PLACE = {
@@ -129,8 +123,7 @@ def table(jobs, detail=False):
     """The gallery as a Markdown table, one row per job: its best head and
     that head's held-out score beside its baselines, an even spread and
     the median head, and whether it clearly does the job (`Job.does_job`,
-    in `CLEARLY`'s words) and whether place alone does as well
-    (`PLACE_TOO`). detail=True gives instead the score's 95% interval,
+    in `CLEARLY`'s words). detail=True gives instead the score's 95% interval,
     the job's bar, whether the head does the job (`verdict`, in `DOES`'
     words), the head's hit rate (`Job.hits`), what the best fixed
     distance scores (`jobs.fixed_distance`: left out for `PARKING`'s
@@ -150,8 +143,6 @@ def table(jobs, detail=False):
         common = job.does_job and job.common  # the median head looks there
         where = f"{job.place:.2f}"
         fixed = job.name in PARKING + DISTANCE_JOBS  # place alone does it
-        printed = [round(x, 2) for x in job.against_place]  # as shown
-        place = PLACE_TOO[compare(*printed)]  # what place alone scores
         parked = job.name in PARKING  # no distance reaches every [SEP]
         if parked:  # [CLS] and [SEP] stand in fixed places
             where = "n/a: a fixed place"
@@ -180,9 +171,7 @@ def table(jobs, detail=False):
                     f"{job.held_out:.2f}",
                     f"{job.even:.2f}",
                     f"{job.median:.2f}",
-                    CLEARLY[job.does_job]
-                    + (f" ({COMMON})" * common)
-                    + ("" if parked or np.isnan(job.place) else place),
+                    CLEARLY[job.does_job] + (f" ({COMMON})" * common),
                 ]
             )
     return markdown_table(header, rows)
@@ -272,16 +261,8 @@ AFTER[False] = "The head stops at the noun"
 
 
 # The grammar head's held-out share against the best fixed distance's
-# (`Job.share_vs_place`), for section 4's `sec-grammar-head`, beside its
-# hit rate.
-SHARE_PLACE = {
-    "more": "By share, it beats every fixed distance",
-    "same": "By share, it ties a fixed distance",
-    "less": "By share, a fixed distance beats it",
-}
-
-
-# The same, after its hit rate against the best fixed distance's.
+# (`Job.share_vs_place`), for section 4's `sec-grammar-head`, after its
+# hit rate against the best fixed distance's.
 SHARE_BOX = {
     "more": "the head beats that fixed distance",
     "same": "the head only ties that fixed distance",
@@ -349,7 +330,6 @@ def page_verdicts(study, first, checkpoint):
             (study.grammar_after, grammar.held_out / 2),
             AFTER,
         ),
-        ("grammar_share_place", "compare", grammar.against_place, SHARE_PLACE),
         ("grammar_share_box", "compare", grammar.against_place, SHARE_BOX),
         ("first_look", "above", (study.on_pair(first), 0.5), look),
         (

@@ -39,7 +39,7 @@ def plot_timing(timing):
     lengths, repeats = list(timing.lengths), timing.repeats
     label = f"median and range of {repeats} repeats"
     t = _median_and_range(top, lengths, timing.without, 1e3, label)
-    top.set_title("without the cache: all S tokens again")
+    top.set_title("without the cache: all keys and values")
     top.set_ylabel("ms per new token")
     top.set_ylim(0, 1.3 * float(t.max()))  # room for the legend
     t = _median_and_range(bottom, lengths, timing.cached, 1e6, label)
@@ -332,6 +332,7 @@ def page_numbers(r, model_name):
         "growth_without_text": ratio_text(t.growth_without),
         "growth_of_medians": number(t.growth_without.of_medians),
         "flop_growth": t.flop_growth,
+        "flop_ratio": t.flop_ratio,
         "growth_with_text": ratio_text(t.growth_with),
         "stack_layers": t.stack_layers,
         "llama_ratio": r.memory.llama_ratio,

@@ -163,6 +163,8 @@ def page_numbers(results):
         "c1_rest": c1.n_heads - c1.replicated - c1.reversed,
         "c1_reversed": c1.reversed,
         "c1_candidates": c1.candidates,
+        # the same test with every token read as segment A's
+        "c1_one_segment": results.one_segment.replicated,
         "c1_chance": 0.025 * c1.candidates,  # odd intervals above by luck
         "cls_share": c1.cls_share,
         "sep_share": c1.sep_share,
