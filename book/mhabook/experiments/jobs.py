@@ -405,7 +405,7 @@ def heads_with_jobs(model, tokenizer, choose_on="even"):
     book/data/claim1_pairs.tsv alone (its A's, then its B's: the halves
     are the even and odd places in that list), those of PAIR_JOBS on its
     pairs. choose_on="odd" chooses each head on the other half."""
-    columns = [list(c) for c in zip(*rh.load_table(rh.SETS["pairs"]))]
+    columns = rh.pair_columns()
     where = rh.set_path("pairs")
     sentences = rh.run_examples(
         model, tokenizer, sum(columns, []), None, where

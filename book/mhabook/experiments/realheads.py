@@ -652,13 +652,18 @@ def check_twins(rows, set_name):
             )
 
 
+def pair_columns():
+    """[sentences A, sentences B]: the two columns of the sentence pairs
+    of claim 1 (book/data/claim1_pairs.tsv), each a list."""
+    return [list(column) for column in zip(*load_table(SETS["pairs"]))]
+
+
 def load_sets(model, tokenizer):
     """(pairs, flies, pronouns): the three evaluation sets of book/data/,
     run through `model`. Raises a ValueError that names the set when the
     tokenizer splits a word the set needs whole, or a set's longest input
     does not fit the model's position table."""
-    a_and_b = list(zip(*load_table(SETS["pairs"])))  # two columns
-    pairs = run_examples(model, tokenizer, *a_and_b, set_path("pairs"))
+    pairs = run_examples(model, tokenizer, *pair_columns(), set_path("pairs"))
     flies = flies_examples(
         model, tokenizer, load_table(SETS["flies"]), set_path("flies")
     )
@@ -1366,8 +1371,9 @@ def testing_results(model, tokenizer, draws=1000, sims=2000, seed=0):
             f"with at least 2 layers (MHA_CHECKPOINT)"
         )
     pairs, flies, pronouns = load_sets(model, tokenizer)
-    a_and_b = list(zip(*load_table(SETS["pairs"])))  # as load_sets reads it
-    one_segment = run_examples(model, tokenizer, *a_and_b, one_segment=True)
+    one_segment = run_examples(
+        model, tokenizer, *pair_columns(), one_segment=True
+    )
     by_weight, by_norm = special_shares(model, pairs)
     claim2 = claim_two(flies, seed=seed)
     from .jobs import gallery_jobs  # jobs imports this module
