@@ -524,6 +524,7 @@ def test_the_study_runs_on_a_random_bert_and_finds_no_job_there(tmp_path):
         "grammar_ahead",
         "grammar_after_side",
         "grammar_share_box",
+        "grammar_share_table",
         "first_look",
         "flies_top_match",
         "flies_draws",

@@ -270,6 +270,14 @@ SHARE_BOX = {
 }
 
 
+# The same, for the table's sentence on the determiner, by share alone.
+SHARE_TABLE = {
+    "more": "the head beats every fixed distance",
+    "same": "a fixed distance scores as high",
+    "less": "a fixed distance scores higher",
+}
+
+
 # Whether the weak pattern (each target above an even share, and above
 # what the other "flies" gives it) holds, held out, for the head of section
 # 4's `sec-head-8` (`FliesTest.pattern_holds`), and with sentence B a copy
@@ -331,6 +339,7 @@ def page_verdicts(study, first, checkpoint):
             AFTER,
         ),
         ("grammar_share_box", "compare", grammar.against_place, SHARE_BOX),
+        ("grammar_share_table", "compare", grammar.against_place, SHARE_TABLE),
         ("first_look", "above", (study.on_pair(first), 0.5), look),
         (
             "flies_top_match",  # on the source's pair: A's target on top?
