@@ -152,7 +152,7 @@ def test_page_verdicts_judge_ratios_as_printed_and_differences_by_sign():
         "heads_effect_short": "lowers",  # paired: 0.7 to 0.9, below 1
         "heads_effect_long": "does not clearly change",  # holds 1
         "few_batch": "with no heads to batch",  # the fewest heads: 1
-        "batch_answer": "faster at some lengths timed",  # gains at 5 only
+        "batch_answer": "faster at one of the two lengths",  # at 5 only
         "products_short": "slower than",
         "softmax_most": "slower than",
         "fused_short": "slower in this build, by 6–8%, than",

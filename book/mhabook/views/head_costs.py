@@ -234,8 +234,8 @@ ANSWER = {  # at how many lengths batching the most heads was faster
     # than batching the fewest, set against the loop: `heads_gain`'s whole
     # interval below 1
     "none": "not clearly faster at any length timed",
-    "some": "faster at some lengths timed",
-    "most": "faster at most lengths timed",
+    "some": "faster at one of the two lengths",  # lengths: exactly two
+    "most": "faster at one of the two lengths",
     "all": "faster at every length timed",
 }
 
