@@ -160,12 +160,12 @@ def test_page_verdicts_judge_ratios_as_printed_and_differences_by_sign():
     }
     record.heads_gain[9] = PairedRatio(0.84, 0.75, 0.99)  # under 1
     answer = {v[0]: v for v in head_costs.page_verdicts(record)}
-    every = "faster at every length timed"
+    every = "faster at both lengths timed"
     assert decide(*answer["batch_answer"][1:])[1] == every
     record.batched_loop = {T: PairedRatio(0.5, 0.4, 0.6) for T in (5, 9)}
     record.heads_gain = {T: PairedRatio(1, 0.9, 1.1) for T in (5, 9)}
     answer = {v[0]: v for v in head_costs.page_verdicts(record)}
-    none = "not clearly faster at any length timed"
+    none = "not clearly faster at either length"
     assert decide(*answer["batch_answer"][1:])[1] == none
     record.head_counts = (2, 4)  # a reader's counts: h = 2 still batches
     (few,) = [

@@ -120,10 +120,19 @@ def test_on_pairs_the_same_place_in_the_other_sentence_competes():
     found = dataclasses.replace(job_at(0.3, 0.1, 0.05), name="same word")
     found = dataclasses.replace(found, place=0.47, distance=jobs.MIRROR)
     assert f"0.47: {jobs.MIRROR}" in gallery.table([found], True).data
-    # the compact table leaves place to the detailed one
-    assert gallery.table([found]).data.endswith("| not clearly |")
+    # the compact table says when place alone scores as high or higher
+    better = "| not clearly; by share, place beats it |"
+    assert gallery.table([found]).data.endswith(better)
+    tied = dataclasses.replace(found, place=0.35)  # inside 0.30 to 0.40
+    as_well = "| not clearly; by share, place ties it |"
+    assert gallery.table([tied]).data.endswith(as_well)
+    beaten = dataclasses.replace(found, place=0.2)
+    assert gallery.table([beaten]).data.endswith("| not clearly |")
+    # judged as printed: 0.999 to 0.9996 shows as 1.00, as place does
     near = dataclasses.replace(found, low=0.999, high=0.9996, place=1.0)
-    assert gallery.table([near]).data.endswith("| yes |")
+    assert gallery.table([near]).data.endswith(
+        "| yes; by share, place ties it |"
+    )
 
 
 def test_the_compact_table_flags_a_job_many_heads_do():
@@ -524,7 +533,6 @@ def test_the_study_runs_on_a_random_bert_and_finds_no_job_there(tmp_path):
         "grammar_ahead",
         "grammar_after_side",
         "grammar_share_box",
-        "grammar_share_table",
         "first_look",
         "flies_top_match",
         "flies_draws",

@@ -12,6 +12,7 @@ from ..experiments.jobs import (
     PARKING,
     determiner_noun,
 )
+from ..experiments.verdicts import compare
 from .sharing import markdown_table
 
 
@@ -110,6 +111,11 @@ DOES["no"] = "no"
 COMMON = "many heads look there too"
 # The compact table's last column: whether the best head clears its bar.
 CLEARLY = {True: "yes", False: "not clearly"}
+# And, beside it, whether the best fixed distance scores as high by share
+# (its `Job.share_vs_place`, on the numbers as printed, to 2 decimals),
+# for each job that is not itself a fixed distance or a fixed place.
+PLACE_TOO = {"more": "", "same": "; by share, place ties it"}
+PLACE_TOO["less"] = "; by share, place beats it"
 # Whether a head's score beats the best fixed distance's: its interval
 # against that one number (`verdicts.compare`), as a clause.
 VS_PLACE = {
@@ -123,7 +129,9 @@ def table(jobs, detail=False):
     """The gallery as a Markdown table, one row per job: its best head and
     that head's held-out score beside its baselines, an even spread and
     the median head, and whether it clearly does the job (`Job.does_job`,
-    in `CLEARLY`'s words). detail=True gives instead the score's 95% interval,
+    in `CLEARLY`'s words) and, for a job that is not itself a fixed
+    distance or place, whether the best fixed distance scores as high by
+    share (`PLACE_TOO`). detail=True gives instead the score's 95% interval,
     the job's bar, whether the head does the job (`verdict`, in `DOES`'
     words), the head's hit rate (`Job.hits`), what the best fixed
     distance scores (`jobs.fixed_distance`: left out for `PARKING`'s
@@ -143,6 +151,12 @@ def table(jobs, detail=False):
         common = job.does_job and job.common  # the median head looks there
         where = f"{job.place:.2f}"
         fixed = job.name in PARKING + DISTANCE_JOBS  # place alone does it
+        printed = [round(x, 2) for x in job.against_place]  # as shown
+        place = (
+            ""
+            if fixed or np.isnan(job.place)
+            else PLACE_TOO[compare(*printed)]
+        )
         parked = job.name in PARKING  # no distance reaches every [SEP]
         if parked:  # [CLS] and [SEP] stand in fixed places
             where = "n/a: a fixed place"
@@ -171,7 +185,7 @@ def table(jobs, detail=False):
                     f"{job.held_out:.2f}",
                     f"{job.even:.2f}",
                     f"{job.median:.2f}",
-                    CLEARLY[job.does_job] + (f" ({COMMON})" * common),
+                    CLEARLY[job.does_job] + (f" ({COMMON})" * common) + place,
                 ]
             )
     return markdown_table(header, rows)
@@ -270,14 +284,6 @@ SHARE_BOX = {
 }
 
 
-# The same, for the table's sentence on the determiner, by share alone.
-SHARE_TABLE = {
-    "more": "the head beats every fixed distance",
-    "same": "a fixed distance scores as high",
-    "less": "a fixed distance scores higher",
-}
-
-
 # Whether the weak pattern (each target above an even share, and above
 # what the other "flies" gives it) holds, held out, for the head of section
 # 4's `sec-head-8` (`FliesTest.pattern_holds`), and with sentence B a copy
@@ -339,7 +345,6 @@ def page_verdicts(study, first, checkpoint):
             AFTER,
         ),
         ("grammar_share_box", "compare", grammar.against_place, SHARE_BOX),
-        ("grammar_share_table", "compare", grammar.against_place, SHARE_TABLE),
         ("first_look", "above", (study.on_pair(first), 0.5), look),
         (
             "flies_top_match",  # on the source's pair: A's target on top?

@@ -233,10 +233,10 @@ FEW_BATCH = {  # whether the fewest heads timed is 1, as the text assumes
 ANSWER = {  # at how many lengths batching the most heads was faster
     # than batching the fewest, set against the loop: `heads_gain`'s whole
     # interval below 1
-    "none": "not clearly faster at any length timed",
-    "some": "faster at one of the two lengths",  # lengths: exactly two
+    "none": "not clearly faster at either length",  # lengths: exactly two
+    "some": "faster at one of the two lengths",
     "most": "faster at one of the two lengths",
-    "all": "faster at every length timed",
+    "all": "faster at both lengths timed",
 }
 
 
