@@ -1,6 +1,7 @@
 """head_costs' measurements: operation counts, peak tensor memory,
 interleaved timings, paired ratios, and the page's one results function."""
 
+import math
 from collections import Counter
 
 import pytest
@@ -133,15 +134,39 @@ def test_paired_ratio_cancels_what_slows_both():
     )
 
 
-def test_paired_ratio_interval_holds_the_median_and_is_fixed():
+def test_paired_ratio_interval_is_the_sign_tests():
     gen = torch.Generator().manual_seed(1)
     times = 1 + torch.rand(15, 2, generator=gen, dtype=torch.float64)
     r = costs.paired_ratio(times, 0, 1)
-    ratios = times[:, 0] / times[:, 1]
-    assert r.median == pytest.approx(ratios.quantile(0.5).item())
-    assert ratios.min() <= r.low <= r.median <= r.high <= ratios.max()
-    assert r.low < r.high
-    assert costs.paired_ratio(times, 0, 1) == r  # fixed seed
+    ratios = (times[:, 0] / times[:, 1]).sort().values
+    assert r.median == pytest.approx(ratios[7].item())
+    # 15 repeats: the 4th smallest and 4th largest ratio (a table value)
+    assert (r.low, r.high) == (ratios[3].item(), ratios[11].item())
+
+
+def test_median_ranks_reach_95_percent_with_the_narrowest_interval():
+    def chance(k, n):  # that at most k - 1 of n fall below the median
+        return sum(math.comb(n, i) for i in range(k)) / 2**n
+
+    for n in range(6, 60):
+        k, coverage = costs.median_ranks(n)
+        assert coverage == pytest.approx(1 - 2 * chance(k, n))
+        assert coverage >= 0.95 > 1 - 2 * chance(k + 1, n)
+    assert costs.median_ranks(15) == (4, pytest.approx(0.9648, abs=1e-4))
+    # too few repeats for 95%: the whole range, and what it does hold
+    assert costs.median_ranks(5) == (1, pytest.approx(1 - 2 / 32))
+
+
+def test_the_sign_interval_holds_the_median_as_often_as_it_says():
+    gen = torch.Generator().manual_seed(4)
+    n, trials = 15, 4000
+    draws = torch.empty(trials, n).exponential_(generator=gen)  # skewed
+    held = 0
+    for values in draws:
+        term = costs.median_term(values)
+        held += term.low <= math.log(2) <= term.high  # the true median
+    _, coverage = costs.median_ranks(n)
+    assert abs(held / trials - coverage) < 0.015  # about 5 sd of 0.003
 
 
 def test_paired_ratio_needs_two_repeats():
@@ -157,8 +182,8 @@ def test_median_term_brackets_the_median():
 
 
 def test_a_difference_and_its_ratio_agree_on_their_sign():
-    # odd repeats: each bootstrap median is one repeat's value, so the
-    # difference's interval is above 0 exactly when the ratio's is above 1
+    # the intervals' ends have the same ranks, so the difference's
+    # interval is above 0 exactly when the ratio's is above 1
     gen = torch.Generator().manual_seed(3)
     for trial in range(20):
         times = 1 + torch.rand(7, 2, generator=gen, dtype=torch.float64)

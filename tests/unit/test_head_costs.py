@@ -4,6 +4,7 @@ drawn from a HeadCosts record (here a made-up one)."""
 from types import SimpleNamespace
 
 import matplotlib
+import pytest
 import torch
 
 from mhabook.experiments import costs
@@ -117,8 +118,13 @@ def test_page_numbers_read_the_right_fields_of_a_record(monkeypatch):
     assert numbers["ops_batched_most"] - numbers["ops_batched_few"] == 1
     assert numbers["num_params"] == f"{4 * (16 * 16 + 16):,}"
     assert numbers["brackets"] == "rough ranges, from few repeats"  # 3
-    record.repeats = head_costs.FEW_REPEATS
+    assert (numbers["rank_low"], numbers["rank_high"]) == (1, 3)
+    assert numbers["rank_coverage"] == pytest.approx(0.75)  # 1 - 2 / 8
+    record.repeats = 6  # the fewest whose range holds the median 95%
     assert head_costs.page_numbers(record)["brackets"] == "95% intervals"
+    record.repeats = 15
+    numbers = head_costs.page_numbers(record)
+    assert (numbers["rank_low"], numbers["rank_high"]) == (4, 12)
 
 
 def test_page_verdicts_judge_ratios_as_printed_and_differences_by_sign():

@@ -118,7 +118,7 @@ class PairedRatio:
     """How many times slower a is than b, repeat by repeat."""
 
     median: float  # median over repeats of times[:, a] / times[:, b]
-    low: float  # 95% bootstrap interval of that median
+    low: float  # 95% interval of that median (median_ranks)
     high: float
     of_medians: float = float("nan")  # median of a / median of b
 
@@ -133,22 +133,29 @@ class PairedRatio:
         return (self.low, self.high, margin)
 
 
-def _medians(values, seed, resamples=2000):
-    """(resamples,) medians of `values` (N,) resampled with replacement,
-    the same picks for every `values` of that length and seed."""
-    generator = torch.Generator().manual_seed(seed)
-    picks = torch.randint(
-        len(values), (resamples, len(values)), generator=generator
-    )
-    return values[picks].quantile(0.5, dim=1)
+def median_ranks(n, level=0.95):
+    """(k, coverage): of n repeats sorted, the k-th smallest and the k-th
+    largest bound an interval that holds the median of the distribution
+    they were drawn from with probability `coverage`, at least `level`,
+    whatever that distribution (the sign test's interval: the median lies
+    outside it only if fewer than k repeats fall on one side of it).
+    Where no k reaches `level` (n < 6 at 95%), k = 1: the whole range,
+    with its lower coverage."""
+
+    def coverage(k):
+        return 1 - 2 * sum(math.comb(n, i) for i in range(k)) / 2**n
+
+    k = 1
+    while k < (n + 1) // 2 and coverage(k + 1) >= level:
+        k += 1
+    return k, coverage(k)
 
 
-def _ends(medians):
-    """(low, high): the 2.5th and 97.5th percentiles of bootstrap medians,
-    each an actual draw (no interpolation between two)."""
-    low = medians.quantile(0.025, interpolation="lower")
-    high = medians.quantile(0.975, interpolation="higher")
-    return low.item(), high.item()
+def _ends(values, level=0.95):
+    """(low, high): `median_ranks`' interval of values (N,)."""
+    k, _ = median_ranks(len(values), level)
+    ordered = values.sort().values
+    return ordered[k - 1].item(), ordered[-k].item()
 
 
 def _table(times):
@@ -161,7 +168,7 @@ def _table(times):
     return times
 
 
-def paired_ratio(times, a, b, seed=0, over=None):
+def paired_ratio(times, a, b, over=None):
     """PairedRatio of columns a and b of a time_interleaved table.
 
     The ratio is taken within each repeat (paired), so that a slow moment
@@ -180,15 +187,15 @@ def paired_ratio(times, a, b, seed=0, over=None):
         of_medians = of_medians / (mid[c] / mid[d])
     return PairedRatio(
         ratios.quantile(0.5).item(),
-        *_ends(_medians(ratios, seed)),
+        *_ends(ratios),
         of_medians.item(),
     )
 
 
 @dataclass
 class Term:
-    """A time in seconds: a median over repeats and a 95% bootstrap
-    interval of it (as paired_ratio's)."""
+    """A time in seconds: a median over repeats and a 95% interval of it
+    (median_ranks, as paired_ratio's)."""
 
     median: float
     low: float
@@ -200,15 +207,16 @@ class Term:
         return (self.low, self.high, bar, bar)
 
 
-def median_term(values, seed=0):
+def median_term(values):
     """The Term of per-repeat values (N,), N >= 2.
 
-    With an odd N, a median is one repeat's value, so the Term of a - b
-    lies above 0 exactly when paired_ratio(a over b) lies above 1 (the
-    same resamples, the same sign in each).
+    Its ends are repeats' values of the same ranks as paired_ratio's, so
+    the Term of a - b lies above 0 exactly when paired_ratio(a over b)
+    lies above 1: both say that at least N + 1 - k repeats of a were the
+    slower.
     """
     values = _table(torch.as_tensor(values)[:, None])[:, 0]
-    return Term(values.quantile(0.5).item(), *_ends(_medians(values, seed)))
+    return Term(values.quantile(0.5).item(), *_ends(values))
 
 
 def machine():
@@ -380,7 +388,7 @@ def head_costs_results(
     def ratio(T, a, b, over=None):
         at = columns[T].index
         over = over and tuple(map(at, over))
-        return paired_ratio(times[T], at(a), at(b), seed, over)
+        return paired_ratio(times[T], at(a), at(b), over)
 
     def per_length(a, b, over=None):
         return {T: ratio(T, a, b, over) for T in lengths}

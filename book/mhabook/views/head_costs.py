@@ -4,7 +4,7 @@ record (mhabook.experiments.costs.head_costs_results)."""
 from IPython.display import Markdown
 from matplotlib import pyplot as plt
 
-from ..experiments.costs import PairedRatio
+from ..experiments.costs import PairedRatio, median_ranks
 from ..experiments.verdicts import decide
 
 NAMES = ("loop", "batched", "fused")
@@ -151,10 +151,21 @@ def comparisons_table(record):
     )
 
 
-# What the brackets hold: a bootstrap over fewer repeats than this is
-# close to the range of the repeats, not a 95% interval.
-FEW_REPEATS = 9
+# What the brackets hold: with fewer than 6 repeats, even the range of the
+# ratios holds their median with less than 95% (`costs.median_ranks`).
 BRACKETS = {True: "95% intervals", False: "rough ranges, from few repeats"}
+
+
+def interval_ranks(repeats):
+    """{glue name: value}: the sorted ratios, counted from the smallest,
+    that bound a paired ratio's interval, and the chance that it holds
+    the median (`costs.median_ranks`)."""
+    k, coverage = median_ranks(repeats)
+    return {
+        "rank_low": k,
+        "rank_high": repeats + 1 - k,
+        "rank_coverage": coverage,  # the chance it holds the median
+    }
 
 
 def page_numbers(r):
@@ -170,7 +181,8 @@ def page_numbers(r):
         "short": short,
         "long": long,
         "repeats": r.repeats,
-        "brackets": BRACKETS[r.repeats >= FEW_REPEATS],
+        "brackets": BRACKETS[median_ranks(r.repeats)[1] >= 0.95],
+        **interval_ranks(r.repeats),
         "num_params": f"{r.params['batched', few]:,}",
         "flops_short": f"{r.flops['batched', few, short] / 1e6:,.0f} million",
         "flops_long": f"{r.flops['batched', few, long] / 1e6:,.0f} million",

@@ -7,7 +7,14 @@ from IPython.display import Markdown
 from matplotlib import pyplot as plt
 
 from ..experiments.costs import PairedRatio
-from .head_costs import MATTERS, number, percents, ratio_text, shown
+from .head_costs import (
+    MATTERS,
+    interval_ranks,
+    number,
+    percents,
+    ratio_text,
+    shown,
+)
 
 
 def markdown_table(header, rows):
@@ -321,6 +328,7 @@ def page_numbers(r, model_name):
         "s_max": t.lengths[-1],
         "s_half": t.half,
         "n_repeats": t.repeats,
+        **interval_ranks(t.repeats),
         "min_run_ms": t.min_run_time * 1e3,
         "t_width": t.width,
         "t_heads": t.num_heads,
