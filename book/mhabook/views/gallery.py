@@ -114,8 +114,8 @@ CLEARLY = {True: "yes", False: "not clearly"}
 # And, beside it, whether the best fixed distance scores as high by share
 # (its `Job.share_vs_place`, on the numbers as printed, to 2 decimals),
 # for each job that is not itself a fixed distance or a fixed place.
-PLACE_TOO = {"more": "", "same": "; by share, place ties it"}
-PLACE_TOO["less"] = "; by share, place beats it"
+PLACE_TOO = {"more": "", "same": "; a fixed distance ties it"}
+PLACE_TOO["less"] = "; a fixed distance beats it"
 # Whether a head's score beats the best fixed distance's: its interval
 # against that one number (`verdicts.compare`), as a clause.
 VS_PLACE = {
@@ -346,6 +346,12 @@ def page_verdicts(study, first, checkpoint):
         ),
         ("grammar_share_box", "compare", grammar.against_place, SHARE_BOX),
         ("first_look", "above", (study.on_pair(first), 0.5), look),
+        (
+            "flies_reproduced",  # the box: the same test as flies_top_match
+            "above",
+            (int(study.source_top_at[0] == study.source_targets[0]), 0),
+            {True: "Partly reproduced here", False: "Not reproduced here"},
+        ),
         (
             "flies_top_match",  # on the source's pair: A's target on top?
             "above",
