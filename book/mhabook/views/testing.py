@@ -260,7 +260,7 @@ def answers(c1, pattern, up_before, p):
                 "none": "No",
                 "some": "In one of two tries",
                 "most": "In one of two tries",
-                "all": "Only in a weak form",
+                "all": "Only as a weak pattern",
             },
         ),
         (
