@@ -133,12 +133,25 @@ def test_on_pairs_the_same_place_in_the_other_sentence_competes():
     assert gallery.table([near]).data.endswith(
         "| yes; a fixed distance ties it |"
     )
+    # a job that is itself a fixed distance is tagged too: that distance
+    # scores 1.00, so a head at 0.70 is beaten by place alone
+    nxt = dataclasses.replace(job_at(0.65, 0.13, 0.07), name="next word")
+    nxt = dataclasses.replace(nxt, place=1.0, distance=1)
+    assert nxt.does_job
+    assert gallery.table([nxt]).data.endswith(
+        "| yes; a fixed distance beats it |"
+    )
+    # [CLS] and [SEP] stand in fixed places: no distance, no tag
+    parked = dataclasses.replace(nxt, name="[SEP]")
+    assert gallery.table([parked]).data.endswith("| yes |")
 
 
 def test_the_compact_table_flags_a_job_many_heads_do():
     common = dataclasses.replace(job_at(0.8, 0.1, 0.45), name="[CLS]")
     assert common.does_job and common.common  # the median head: 0.45
-    many = "| 0.45 | yes (many heads look there too) |"
+    many = (
+        "| 0.45 | yes (many heads look there too; perhaps a place to park) |"
+    )
     assert gallery.table([common]).data.endswith(many)
     rare = dataclasses.replace(common, median=0.05)  # a specialist
     assert gallery.table([rare]).data.endswith("| 0.05 | yes |")
@@ -250,7 +263,9 @@ def test_the_figure_and_table_show_each_job():
     found[2].inputs = "pairs"
     rows = gallery.table(found).data.splitlines()
     assert len(rows) == 2 + len(found)
-    done = "yes"  # the compact table: no place column (the detailed has one)
+    # the compact table: no place column (the detailed has one), but a tag
+    # when the best fixed distance, here the job's own, scores as high
+    done = "yes; a fixed distance ties it"
     assert rows[2] == f"| previous word | 1, 2 | 1.00 | 0.12 | 0.12 | {done} |"
     assert rows[0].endswith(
         "| best head (layer, head) | held-out score | even spread | "

@@ -109,11 +109,15 @@ DOES["no"] = "no"
 # A job whose best head does it while the median head scores at least
 # half as much (`Job.common`): no specialist, as the tables say.
 COMMON = "many heads look there too"
+# And, for [CLS] and [SEP], what Clark et al. read such attention as.
+PARK = "perhaps a place to park"
 # The compact table's last column: whether the best head clears its bar.
 CLEARLY = {True: "yes", False: "not clearly"}
 # And, beside it, whether the best fixed distance scores as high by share
 # (its `Job.share_vs_place`, on the numbers as printed, to 2 decimals),
-# for each job that is not itself a fixed distance or a fixed place.
+# for each job but those of fixed places, [CLS] and [SEP]. A job that is
+# itself a fixed distance, such as "next word", is tagged too: a head
+# that does it less well than that distance is beaten by place alone.
 PLACE_TOO = {"more": "", "same": "; a fixed distance ties it"}
 PLACE_TOO["less"] = "; a fixed distance beats it"
 # Whether a head's score beats the best fixed distance's: its interval
@@ -129,9 +133,9 @@ def table(jobs, detail=False):
     """The gallery as a Markdown table, one row per job: its best head and
     that head's held-out score beside its baselines, an even spread and
     the median head, and whether it clearly does the job (`Job.does_job`,
-    in `CLEARLY`'s words) and, for a job that is not itself a fixed
-    distance or place, whether the best fixed distance scores as high by
-    share (`PLACE_TOO`). detail=True gives instead the score's 95% interval,
+    in `CLEARLY`'s words) and, for a job that is not of a fixed place,
+    whether the best fixed distance scores as high by share
+    (`PLACE_TOO`). detail=True gives instead the score's 95% interval,
     the job's bar, whether the head does the job (`verdict`, in `DOES`'
     words), the head's hit rate (`Job.hits`), what the best fixed
     distance scores (`jobs.fixed_distance`: left out for `PARKING`'s
@@ -152,12 +156,13 @@ def table(jobs, detail=False):
         where = f"{job.place:.2f}"
         fixed = job.name in PARKING + DISTANCE_JOBS  # place alone does it
         printed = [round(x, 2) for x in job.against_place]  # as shown
+        parked = job.name in PARKING  # no distance reaches every [SEP]
+        common_text = f"{COMMON}; {PARK}" if parked else COMMON
         place = (
             ""
-            if fixed or np.isnan(job.place)
+            if parked or np.isnan(job.place)
             else PLACE_TOO[compare(*printed)]
         )
-        parked = job.name in PARKING  # no distance reaches every [SEP]
         if parked:  # [CLS] and [SEP] stand in fixed places
             where = "n/a: a fixed place"
         elif fixed:  # the job is a fixed distance
@@ -185,7 +190,9 @@ def table(jobs, detail=False):
                     f"{job.held_out:.2f}",
                     f"{job.even:.2f}",
                     f"{job.median:.2f}",
-                    CLEARLY[job.does_job] + (f" ({COMMON})" * common) + place,
+                    CLEARLY[job.does_job]
+                    + (f" ({common_text})" * common)
+                    + place,
                 ]
             )
     return markdown_table(header, rows)

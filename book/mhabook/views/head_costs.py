@@ -276,7 +276,8 @@ def page_verdicts(r):
     (`shown`), so the verdict agrees with the interval the page shows."""
     short, long = r.lengths[0], r.lengths[-1]
     # the lengths at which going from the fewest heads to the most lowers
-    # the batched layer's share of the loop's time: all of it below 1
+    # the batched layer's share of the loop's time by over MATTERS: all of
+    # the interval below 1 - MATTERS
     faster = sum(shown(r.heads_gain[T]).high < 1 - MATTERS for T in r.lengths)
     gain_short, gain_long = (shown(r.heads_gain[T]) for T in (short, long))
     ratios = [
