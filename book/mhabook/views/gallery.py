@@ -320,6 +320,8 @@ def page_verdicts(study, first, checkpoint):
     grammar, top = study.grammar, study.grammar_numbers()
     held = int(study.flies.pattern_holds)  # the test of sec-head-8
     copied = int(study.copy_control.pattern_holds)  # with B a copy of A
+    # on the source's pair, does "flies" in A weight its target most?
+    on_target = int(study.source_top_at[0] == study.source_targets[0])
     return [
         ("model_phrase", "above", (int(checkpoint.is_bundled), 0), MODEL),
         ("jobs_done", "how_many", (done, len(study.word_jobs)), have),
@@ -354,15 +356,15 @@ def page_verdicts(study, first, checkpoint):
         ("grammar_share_box", "compare", grammar.against_place, SHARE_BOX),
         ("first_look", "above", (study.on_pair(first), 0.5), look),
         (
-            "flies_reproduced",  # the box: the same test as flies_top_match
+            "flies_reproduced",  # the box's words for flies_top_match
             "above",
-            (int(study.source_top_at[0] == study.source_targets[0]), 0),
+            (on_target, 0),
             {True: "Partly reproduced here", False: "Not reproduced here"},
         ),
         (
             "flies_top_match",  # on the source's pair: A's target on top?
             "above",
-            (int(study.source_top_at[0] == study.source_targets[0]), 0),
+            (on_target, 0),
             {True: "sentence A's target", False: "not sentence A's target"},
         ),
         ("flies_draws", "above", (held, 0), HOLDS),  # held out

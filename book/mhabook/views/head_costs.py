@@ -173,6 +173,7 @@ def page_numbers(r):
     a HeadCosts record (costs.head_costs_results)."""
     few, most = r.head_counts[0], r.head_counts[-1]
     short, long = r.lengths[0], r.lengths[-1]
+    ranks = interval_ranks(r.repeats)
     return {
         "cpu": r.machine.split(";")[0],
         "width": r.width,
@@ -181,8 +182,8 @@ def page_numbers(r):
         "short": short,
         "long": long,
         "repeats": r.repeats,
-        "brackets": BRACKETS[median_ranks(r.repeats)[1] >= 0.95],
-        **interval_ranks(r.repeats),
+        "brackets": BRACKETS[ranks["rank_coverage"] >= 0.95],
+        **ranks,
         "num_params": f"{r.params['batched', few]:,}",
         "flops_short": f"{r.flops['batched', few, short] / 1e6:,.0f} million",
         "flops_long": f"{r.flops['batched', few, long] / 1e6:,.0f} million",
