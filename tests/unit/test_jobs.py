@@ -120,45 +120,35 @@ def test_on_pairs_the_same_place_in_the_other_sentence_competes():
     found = dataclasses.replace(job_at(0.3, 0.1, 0.05), name="same word")
     found = dataclasses.replace(found, place=0.47, distance=jobs.MIRROR)
     assert f"0.47: {jobs.MIRROR}" in gallery.table([found], True).data
-    # the compact table says when place alone scores as high or higher
-    better = "| not clearly; a fixed distance beats it |"
-    assert gallery.table([found]).data.endswith(better)
-    tied = dataclasses.replace(found, place=0.35)  # inside 0.30 to 0.40
-    as_well = "| not clearly; a fixed distance ties it |"
-    assert gallery.table([tied]).data.endswith(as_well)
-    beaten = dataclasses.replace(found, place=0.2)
-    assert gallery.table([beaten]).data.endswith("| not clearly |")
-    # judged as printed: 0.999 to 0.9996 shows as 1.00, as place does
-    near = dataclasses.replace(found, low=0.999, high=0.9996, place=1.0)
-    assert gallery.table([near]).data.endswith(
-        "| yes; a fixed distance ties it |"
-    )
-    # a job that is itself a fixed distance is tagged too: that distance
-    # scores 1.00, so a head at 0.70 is beaten by place alone
+    # the compact table gives place alone's score beside the head's
+    mirror = f"| 0.47 ({jobs.MIRROR}) | not clearly |"
+    assert gallery.table([found]).data.endswith(mirror)
+    # a job that is itself a fixed distance: that distance scores 1.00
     nxt = dataclasses.replace(job_at(0.65, 0.13, 0.07), name="next word")
     nxt = dataclasses.replace(nxt, place=1.0, distance=1)
     assert nxt.does_job
-    assert gallery.table([nxt]).data.endswith(
-        "| yes; a fixed distance beats it |"
-    )
-    # [CLS] and [SEP] stand in fixed places: no distance, no tag
+    assert gallery.table([nxt]).data.endswith("| 1.00 (1 on) | yes |")
+    back = dataclasses.replace(nxt, distance=-3, place=0.684)
+    assert gallery.table([back]).data.endswith("| 0.68 (3 back) | yes |")
+    # [CLS] and [SEP] stand in fixed places: no distance
     parked = dataclasses.replace(nxt, name="[SEP]")
-    assert gallery.table([parked]).data.endswith("| yes |")
+    assert gallery.table([parked]).data.endswith("| n/a | yes |")
 
 
 def test_the_compact_table_flags_a_job_many_heads_do():
     common = dataclasses.replace(job_at(0.8, 0.1, 0.45), name="[CLS]")
     assert common.does_job and common.common  # the median head: 0.45
     many = (
-        "| 0.45 | yes (many heads look there too; perhaps a place to park) |"
+        "| 0.45 | n/a | yes (many heads look there too; perhaps a place to "
+        "park) |"
     )
     assert gallery.table([common]).data.endswith(many)
     rare = dataclasses.replace(common, median=0.05)  # a specialist
-    assert gallery.table([rare]).data.endswith("| 0.05 | yes |")
+    assert gallery.table([rare]).data.endswith("| 0.05 | n/a | yes |")
     # the best head at a job it does not do is flagged, in table and figure
     weak = dataclasses.replace(rare, name="[SEP]", held_out=0.3, low=0.25)
     assert not weak.does_job
-    row = "| [SEP] | 0, 0 | 0.30 | 0.10 | 0.05 | not clearly |"
+    row = "| [SEP] | 0, 0 | 0.30 | 0.10 | 0.05 | n/a | not clearly |"
     assert gallery.table([weak]).data.endswith(row)
     fig = gallery.figure(
         example()["attention"], TOKENS, [weak], [jobs.previous_word(bare())]
@@ -263,13 +253,13 @@ def test_the_figure_and_table_show_each_job():
     found[2].inputs = "pairs"
     rows = gallery.table(found).data.splitlines()
     assert len(rows) == 2 + len(found)
-    # the compact table: no place column (the detailed has one), but a tag
-    # when the best fixed distance, here the job's own, scores as high
-    done = "yes; a fixed distance ties it"
+    # the compact table: the best fixed distance, here the job's own,
+    # beside the head
+    done = "1.00 (1 back) | yes"
     assert rows[2] == f"| previous word | 1, 2 | 1.00 | 0.12 | 0.12 | {done} |"
     assert rows[0].endswith(
         "| best head (layer, head) | held-out score | even spread | "
-        "median head | does the job? |"
+        "median head | fixed distance | does the job? |"
     )
     assert rows[4].startswith("| same word, other sentence (on pairs) ")
     detail = gallery.table(found, detail=True).data.splitlines()

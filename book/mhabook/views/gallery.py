@@ -12,7 +12,6 @@ from ..experiments.jobs import (
     PARKING,
     determiner_noun,
 )
-from ..experiments.verdicts import compare
 from .sharing import markdown_table
 
 
@@ -113,13 +112,22 @@ COMMON = "many heads look there too"
 PARK = "perhaps a place to park"
 # The compact table's last column: whether the best head clears its bar.
 CLEARLY = {True: "yes", False: "not clearly"}
-# And, beside it, whether the best fixed distance scores as high by share
-# (its `Job.share_vs_place`, on the numbers as printed, to 2 decimals),
-# for each job but those of fixed places, [CLS] and [SEP]. A job that is
-# itself a fixed distance, such as "next word", is tagged too: a head
-# that does it less well than that distance is beaten by place alone.
-PLACE_TOO = {"more": "", "same": "; a fixed distance ties it"}
-PLACE_TOO["less"] = "; a fixed distance beats it"
+
+
+def _distance(job):
+    """The compact table's fixed-distance cell: the best rule of place
+    alone's score and its distance ("1.00 (1 back)"), or "n/a" for
+    [CLS] and [SEP], which stand in fixed places."""
+    if job.name in PARKING or np.isnan(job.place):
+        return "n/a"
+    d = job.distance
+    if d == MIRROR:
+        rule = MIRROR
+    else:
+        rule = f"{abs(d)} {'back' if d < 0 else 'on'}" if d else "itself"
+    return f"{job.place:.2f} ({rule})"
+
+
 # Whether a head's score beats the best fixed distance's: its interval
 # against that one number (`verdicts.compare`), as a clause.
 VS_PLACE = {
@@ -132,17 +140,17 @@ VS_PLACE = {
 def table(jobs, detail=False):
     """The gallery as a Markdown table, one row per job: its best head and
     that head's held-out score beside its baselines, an even spread and
-    the median head, and whether it clearly does the job (`Job.does_job`,
-    in `CLEARLY`'s words) and, for a job that is not of a fixed place,
-    whether the best fixed distance scores as high by share
-    (`PLACE_TOO`). detail=True gives instead the score's 95% interval,
+    the median head and the best fixed distance (`_distance`), and whether
+    it clearly does the job (`Job.does_job`, in `CLEARLY`'s words).
+    detail=True gives instead the score's 95% interval,
     the job's bar, whether the head does the job (`verdict`, in `DOES`'
     words), the head's hit rate (`Job.hits`), what the best fixed
     distance scores (`jobs.fixed_distance`: left out for `PARKING`'s
     tokens, which stand in fixed places, and marked for `DISTANCE_JOBS`,
     which are one), and whether the hit rate beats it (`PLACE_BEATEN`)."""
     header = ["job", "best head (layer, head)", "held-out score"]
-    header += ["even spread", "median head", "does the job?"]
+    header += ["even spread", "median head", "fixed distance"]
+    header += ["does the job?"]
     if detail:
         header = ["job", "held-out score (95% interval)", "bar"]
         header += ["does the job?", "hit rate (95% interval)"]
@@ -155,14 +163,8 @@ def table(jobs, detail=False):
         common = job.does_job and job.common  # the median head looks there
         where = f"{job.place:.2f}"
         fixed = job.name in PARKING + DISTANCE_JOBS  # place alone does it
-        printed = [round(x, 2) for x in job.against_place]  # as shown
         parked = job.name in PARKING  # no distance reaches every [SEP]
         common_text = f"{COMMON}; {PARK}" if parked else COMMON
-        place = (
-            ""
-            if parked or np.isnan(job.place)
-            else PLACE_TOO[compare(*printed)]
-        )
         if parked:  # [CLS] and [SEP] stand in fixed places
             where = "n/a: a fixed place"
         elif fixed:  # the job is a fixed distance
@@ -190,9 +192,8 @@ def table(jobs, detail=False):
                     f"{job.held_out:.2f}",
                     f"{job.even:.2f}",
                     f"{job.median:.2f}",
-                    CLEARLY[job.does_job]
-                    + (f" ({common_text})" * common)
-                    + place,
+                    _distance(job),
+                    CLEARLY[job.does_job] + f" ({common_text})" * common,
                 ]
             )
     return markdown_table(header, rows)
