@@ -507,6 +507,10 @@ def test_the_page_numbers_are_read_off_the_record(planted):
         max(fids),
     )
     assert numbers["rho_within"] == result.within["special"]
+    # the layers whose own correlation is below zero, of how many
+    by_layer = result.by_layer["special"]
+    assert numbers["num_layers"] == len(by_layer) == 2
+    assert numbers["layers_negative"] == sum(float(r) < 0 for r in by_layer)
     assert numbers["fid_none"] == result.fid_none
 
 

@@ -133,6 +133,7 @@ def page_numbers(result):
     return {
         "num_all": r.num_layers * r.num_heads,
         "num_heads": r.num_heads,
+        "num_layers": r.num_layers,
         "last_layer": r.num_layers - 1,
         # 1. one head removed two ways: glued by the page's own cell
         # 2. each head alone
@@ -185,6 +186,7 @@ def page_numbers(result):
         "rho_self": r.correlation["self"],
         "rho_within": r.within["special"],
         "rho_top_layer": float(r.by_layer["special"][top]),  # inside it
+        "layers_negative": int((r.by_layer["special"] < 0).sum()),
         "within_previous": r.within["previous"],
         "within_self": r.within["self"],
         "chance_within": r.chance_within,
