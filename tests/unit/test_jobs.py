@@ -130,6 +130,9 @@ def test_on_pairs_the_same_place_in_the_other_sentence_competes():
     assert gallery.table([nxt]).data.endswith("| 1.00 (1 on) | yes |")
     back = dataclasses.replace(nxt, distance=-3, place=0.684)
     assert gallery.table([back]).data.endswith("| 0.68 (3 back) | yes |")
+    # a reader's job whose targets include the word itself: distance 0
+    itself = dataclasses.replace(nxt, distance=0, place=0.5)
+    assert gallery.table([itself]).data.endswith("| 0.50 (itself) | yes |")
     # [CLS] and [SEP] stand in fixed places: no distance
     parked = dataclasses.replace(nxt, name="[SEP]")
     assert gallery.table([parked]).data.endswith("| n/a | yes |")

@@ -360,7 +360,10 @@ def page_verdicts(study, first, checkpoint):
             "flies_reproduced",  # the box's words for flies_top_match
             "above",
             (on_target, 0),
-            {True: "Partly reproduced here", False: "Not reproduced here"},
+            {
+                True: "Partly seen in this model",
+                False: "Not seen in this model",
+            },
         ),
         (
             "flies_top_match",  # on the source's pair: A's target on top?
