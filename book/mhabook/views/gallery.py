@@ -357,15 +357,6 @@ def page_verdicts(study, first, checkpoint):
         ("grammar_share_box", "compare", grammar.against_place, SHARE_BOX),
         ("first_look", "above", (study.on_pair(first), 0.5), look),
         (
-            "flies_reproduced",  # the box's words for flies_top_match
-            "above",
-            (on_target, 0),
-            {
-                True: "Partly seen in this model",
-                False: "Not seen in this model",
-            },
-        ),
-        (
             "flies_top_match",  # on the source's pair: A's target on top?
             "above",
             (on_target, 0),

@@ -8,7 +8,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
-from ..experiments.jobs import CLEAR
+from ..experiments.jobs import CLEAR, PARKING
 from ..experiments.realheads import checks_won, head8_counts
 from .gallery import BEFORE, HOLDS
 from .plotting import PALETTE, head_scatter
@@ -141,10 +141,12 @@ def page_numbers(results):
     target = c2.source_targets[0]  # A's target ("arrow")
     share = (row[target] / row[torch.tensor(words)].sum()).item()
     before = c2.source_flies[0] - 1  # the word just before "flies" in A
+    word_jobs = [job for job in results.gallery if job.name not in PARKING]
     return {
         "clear_share": CLEAR,  # section 4's bar, as a share of the way to 1
-        "gallery_done": sum(job.does_job for job in results.gallery),
-        "gallery_n": len(results.gallery),  # section 4's jobs
+        # section 4's jobs that point at words: all but [CLS] and [SEP]
+        "gallery_done": sum(job.does_job for job in word_jobs),
+        "gallery_n": len(word_jobs),
         "ex_words": sum(words),
         "ex_even": 1 / sum(words),
         "ex_target": c2.source_tokens[target],
