@@ -262,7 +262,7 @@ def test_the_figure_and_table_show_each_job():
     assert rows[2] == f"| previous word | 1, 2 | 1.00 | 0.12 | 0.12 | {done} |"
     assert rows[0].endswith(
         "| best head (layer, head) | held-out score | even spread | "
-        "median head | fixed distance | does the job? |"
+        "median head | fixed distance | stands out? |"
     )
     assert rows[4].startswith("| same word, other sentence (on pairs) ")
     detail = gallery.table(found, detail=True).data.splitlines()

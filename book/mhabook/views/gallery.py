@@ -115,8 +115,8 @@ CLEARLY = {True: "yes", False: "not clearly"}
 
 
 def _distance(job):
-    """The compact table's fixed-distance cell: the best rule of place
-    alone's score and its distance ("1.00 (1 back)"), or "n/a" for
+    """The compact table's fixed-distance cell: the score of the best
+    rule of place alone and its distance ("1.00 (1 back)"), or "n/a" for
     [CLS] and [SEP], which stand in fixed places."""
     if job.name in PARKING or np.isnan(job.place):
         return "n/a"
@@ -150,7 +150,7 @@ def table(jobs, detail=False):
     which are one), and whether the hit rate beats it (`PLACE_BEATEN`)."""
     header = ["job", "best head (layer, head)", "held-out score"]
     header += ["even spread", "median head", "fixed distance"]
-    header += ["does the job?"]
+    header += ["stands out?"]
     if detail:
         header = ["job", "held-out score (95% interval)", "bar"]
         header += ["does the job?", "hit rate (95% interval)"]
