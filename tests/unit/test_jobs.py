@@ -121,8 +121,17 @@ def test_on_pairs_the_same_place_in_the_other_sentence_competes():
     found = dataclasses.replace(found, place=0.47, distance=jobs.MIRROR)
     assert f"0.47: {jobs.MIRROR}" in gallery.table([found], True).data
     # the compact table gives place alone's score beside the head's
-    mirror = f"| 0.47 ({jobs.MIRROR}) | not clearly |"
+    mirror = f"| 0.47 ({jobs.MIRROR}) | not clearly; place alone beats it |"
     assert gallery.table([found]).data.endswith(mirror)
+    # a job place alone need not do is tagged when a distance ties it,
+    # judged as printed: 0.684 shows as 0.68, inside 0.60 to 0.70
+    noun = dataclasses.replace(job_at(0.6, 0.1, 0.05), name=jobs.GRAMMAR)
+    tied = dataclasses.replace(noun, place=0.684, distance=3)
+    assert tied.does_job
+    tag = "| 0.68 (3 on) | yes; place alone ties it |"
+    assert gallery.table([tied]).data.endswith(tag)
+    beaten = dataclasses.replace(tied, place=0.5)  # below all of it
+    assert gallery.table([beaten]).data.endswith("| 0.50 (3 on) | yes |")
     # a job that is itself a fixed distance: that distance scores 1.00
     nxt = dataclasses.replace(job_at(0.65, 0.13, 0.07), name="next word")
     nxt = dataclasses.replace(nxt, place=1.0, distance=1)

@@ -12,6 +12,7 @@ from ..experiments.jobs import (
     PARKING,
     determiner_noun,
 )
+from ..experiments.verdicts import compare
 from .sharing import markdown_table
 
 
@@ -112,6 +113,11 @@ COMMON = "many heads look there too"
 PARK = "perhaps a place to park"
 # The compact table's last column: whether the best head clears its bar.
 CLEARLY = {True: "yes", False: "not clearly"}
+# And, for a job that place alone need not do (not a fixed distance
+# itself, nor [CLS] or [SEP]), whether the best fixed distance scores as
+# high by share: its `Job.share_vs_place` on the numbers as printed.
+PLACE_TOO = {"more": "", "same": "; place alone ties it"}
+PLACE_TOO["less"] = "; place alone beats it"
 
 
 def _distance(job):
@@ -128,6 +134,15 @@ def _distance(job):
     return f"{job.place:.2f} ({rule})"
 
 
+def _beyond_place(job, fixed):
+    """`PLACE_TOO`'s tag for the compact table's last cell: '' for a job
+    that is `fixed` (one place alone does) or has no fixed distance."""
+    if fixed or np.isnan(job.place):
+        return ""
+    printed = [round(x, 2) for x in job.against_place]  # as shown
+    return PLACE_TOO[compare(*printed)]
+
+
 # Whether a head's score beats the best fixed distance's: its interval
 # against that one number (`verdicts.compare`), as a clause.
 VS_PLACE = {
@@ -141,7 +156,8 @@ def table(jobs, detail=False):
     """The gallery as a Markdown table, one row per job: its best head and
     that head's held-out score beside its baselines, an even spread and
     the median head and the best fixed distance (`_distance`), and whether
-    it clearly does the job (`Job.does_job`, in `CLEARLY`'s words).
+    it clearly stands out (`Job.does_job`, in `CLEARLY`'s words), tagged
+    where place alone scores as high (`_beyond_place`).
     detail=True gives instead the score's 95% interval,
     the job's bar, whether the head does the job (`verdict`, in `DOES`'
     words), the head's hit rate (`Job.hits`), what the best fixed
@@ -193,7 +209,9 @@ def table(jobs, detail=False):
                     f"{job.even:.2f}",
                     f"{job.median:.2f}",
                     _distance(job),
-                    CLEARLY[job.does_job] + f" ({common_text})" * common,
+                    CLEARLY[job.does_job]
+                    + f" ({common_text})" * common
+                    + _beyond_place(job, fixed),
                 ]
             )
     return markdown_table(header, rows)
