@@ -106,6 +106,14 @@ PARKING = ("[CLS]", "[SEP]")
 # Jobs that are a fixed distance themselves (one word back, one on): the
 # best fixed distance does them by definition, so no head can beat it there.
 DISTANCE_JOBS = ("previous word", "next word")
+
+
+def pointing_at_words(jobs):
+    """Those of `jobs` (`Job`s) whose targets are words: all but
+    `PARKING`'s, which stand in fixed places."""
+    return [job for job in jobs if job.name not in PARKING]
+
+
 # A job is done clearly when the held-out interval's low end closes this
 # share of the gap from the higher baseline to 1 (all attention on the
 # targets): a bar under 1 for any baseline under 1, so a share can reach it
@@ -570,7 +578,7 @@ class RealHeads:
     @property
     def word_jobs(self):
         """The jobs whose targets are words: all but `PARKING`."""
-        return [job for job in self.gallery_jobs if job.name not in PARKING]
+        return pointing_at_words(self.gallery_jobs)
 
     def job(self, name):
         """The gallery's `Job` for the job `name`, a key of JOBS or

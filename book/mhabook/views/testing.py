@@ -8,7 +8,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
-from ..experiments.jobs import CLEAR, PARKING
+from ..experiments.jobs import CLEAR, pointing_at_words
 from ..experiments.realheads import checks_won, head8_counts
 from .gallery import BEFORE, HOLDS
 from .plotting import PALETTE, head_scatter
@@ -141,7 +141,7 @@ def page_numbers(results):
     target = c2.source_targets[0]  # A's target ("arrow")
     share = (row[target] / row[torch.tensor(words)].sum()).item()
     before = c2.source_flies[0] - 1  # the word just before "flies" in A
-    word_jobs = [job for job in results.gallery if job.name not in PARKING]
+    word_jobs = pointing_at_words(results.gallery)  # all but [CLS], [SEP]
     return {
         "clear_share": CLEAR,  # section 4's bar, as a share of the way to 1
         # section 4's jobs that point at words: all but [CLS] and [SEP]
