@@ -121,47 +121,38 @@ def test_on_pairs_the_same_place_in_the_other_sentence_competes():
     found = dataclasses.replace(found, place=0.47, distance=jobs.MIRROR)
     assert f"0.47: {jobs.MIRROR}" in gallery.table([found], True).data
     # the compact table gives place alone's score beside the head's
-    mirror = f"| 0.47 ({jobs.MIRROR}) | not clearly; place alone beats it |"
+    mirror = f"| 0.35 | 0.10 | 0.05 | 0.47 ({jobs.MIRROR}) |"
     assert gallery.table([found]).data.endswith(mirror)
-    # a job place alone need not do is tagged when a distance ties it,
-    # judged as printed: 0.684 shows as 0.68, inside 0.60 to 0.70
+    # as printed: 0.684 shows as 0.68
     noun = dataclasses.replace(job_at(0.6, 0.1, 0.05), name=jobs.GRAMMAR)
     tied = dataclasses.replace(noun, place=0.684, distance=3)
-    assert tied.does_job
-    tag = "| 0.68 (3 on) | yes; place alone ties it |"
-    assert gallery.table([tied]).data.endswith(tag)
-    beaten = dataclasses.replace(tied, place=0.5)  # below all of it
-    assert gallery.table([beaten]).data.endswith("| 0.50 (3 on) | yes |")
+    assert gallery.table([tied]).data.endswith("| 0.68 (3 on) |")
     # a job that is itself a fixed distance: that distance scores 1.00
     nxt = dataclasses.replace(job_at(0.65, 0.13, 0.07), name="next word")
     nxt = dataclasses.replace(nxt, place=1.0, distance=1)
-    assert nxt.does_job
-    assert gallery.table([nxt]).data.endswith("| 1.00 (1 on) | yes |")
+    assert gallery.table([nxt]).data.endswith("| 1.00 (1 on) |")
     back = dataclasses.replace(nxt, distance=-3, place=0.684)
-    assert gallery.table([back]).data.endswith("| 0.68 (3 back) | yes |")
+    assert gallery.table([back]).data.endswith("| 0.68 (3 back) |")
     # a reader's job whose targets include the word itself: distance 0
     itself = dataclasses.replace(nxt, distance=0, place=0.5)
-    assert gallery.table([itself]).data.endswith("| 0.50 (itself) | yes |")
+    assert gallery.table([itself]).data.endswith("| 0.50 (itself) |")
     # [CLS] and [SEP] stand in fixed places: no distance
     parked = dataclasses.replace(nxt, name="[SEP]")
-    assert gallery.table([parked]).data.endswith("| n/a | yes |")
+    assert gallery.table([parked]).data.endswith("| 0.07 | n/a |")
 
 
-def test_the_compact_table_flags_a_job_many_heads_do():
+def test_the_detail_table_flags_a_job_many_heads_do():
     common = dataclasses.replace(job_at(0.8, 0.1, 0.45), name="[CLS]")
     assert common.does_job and common.common  # the median head: 0.45
-    many = (
-        "| 0.45 | n/a | yes (many heads look there too; perhaps a place to "
-        "park) |"
-    )
-    assert gallery.table([common]).data.endswith(many)
+    many = "| yes; many heads look there too |"
+    assert many in gallery.table([common], detail=True).data
     rare = dataclasses.replace(common, median=0.05)  # a specialist
-    assert gallery.table([rare]).data.endswith("| 0.05 | n/a | yes |")
+    assert "| yes |" in gallery.table([rare], detail=True).data
     # the best head at a job it does not do is flagged, in table and figure
     weak = dataclasses.replace(rare, name="[SEP]", held_out=0.3, low=0.25)
     assert not weak.does_job
-    row = "| [SEP] | 0, 0 | 0.30 | 0.10 | 0.05 | n/a | not clearly |"
-    assert gallery.table([weak]).data.endswith(row)
+    partly = "| above two baselines, not the bar |"
+    assert partly in gallery.table([weak], detail=True).data
     fig = gallery.figure(
         example()["attention"], TOKENS, [weak], [jobs.previous_word(bare())]
     )
@@ -267,11 +258,11 @@ def test_the_figure_and_table_show_each_job():
     assert len(rows) == 2 + len(found)
     # the compact table: the best fixed distance, here the job's own,
     # beside the head
-    done = "1.00 (1 back) | yes"
-    assert rows[2] == f"| previous word | 1, 2 | 1.00 | 0.12 | 0.12 | {done} |"
+    back = "1.00 (1 back)"
+    assert rows[2] == f"| previous word | 1, 2 | 1.00 | 0.12 | 0.12 | {back} |"
     assert rows[0].endswith(
         "| best head (layer, head) | held-out score | even spread | "
-        "median head | fixed distance | stands out? |"
+        "median head | fixed distance |"
     )
     assert rows[4].startswith("| same word, other sentence (on pairs) ")
     detail = gallery.table(found, detail=True).data.splitlines()

@@ -12,7 +12,6 @@ from ..experiments.jobs import (
     PARKING,
     determiner_noun,
 )
-from ..experiments.verdicts import compare
 from .sharing import markdown_table
 
 
@@ -107,17 +106,8 @@ def verdict(job):
 DOES = {"yes": "yes", "partly": "above two baselines, not the bar"}
 DOES["no"] = "no"
 # A job whose best head does it while the median head scores at least
-# half as much (`Job.common`): no specialist, as the tables say.
+# half as much (`Job.common`): no specialist, as the detail table says.
 COMMON = "many heads look there too"
-# And, for [CLS] and [SEP], what Clark et al. read such attention as.
-PARK = "perhaps a place to park"
-# The compact table's last column: whether the best head clears its bar.
-CLEARLY = {True: "yes", False: "not clearly"}
-# And, for a job that place alone need not do (not a fixed distance
-# itself, nor [CLS] or [SEP]), whether the best fixed distance scores as
-# high by share: its `Job.share_vs_place` on the numbers as printed.
-PLACE_TOO = {"more": "", "same": "; place alone ties it"}
-PLACE_TOO["less"] = "; place alone beats it"
 
 
 def _distance(job):
@@ -134,15 +124,6 @@ def _distance(job):
     return f"{job.place:.2f} ({rule})"
 
 
-def _beyond_place(job, fixed):
-    """`PLACE_TOO`'s tag for the compact table's last cell: '' for a job
-    that is `fixed` (one place alone does) or has no fixed distance."""
-    if fixed or np.isnan(job.place):
-        return ""
-    printed = [round(x, 2) for x in job.against_place]  # as shown
-    return PLACE_TOO[compare(*printed)]
-
-
 # Whether a head's score beats the best fixed distance's: its interval
 # against that one number (`verdicts.compare`), as a clause.
 VS_PLACE = {
@@ -155,9 +136,7 @@ VS_PLACE = {
 def table(jobs, detail=False):
     """The gallery as a Markdown table, one row per job: its best head and
     that head's held-out score beside its baselines, an even spread and
-    the median head and the best fixed distance (`_distance`), and whether
-    it clearly stands out (`Job.does_job`, in `CLEARLY`'s words), tagged
-    where place alone scores as high (`_beyond_place`).
+    the median head, and the best fixed distance (`_distance`).
     detail=True gives instead the score's 95% interval,
     the job's bar, whether the head does the job (`verdict`, in `DOES`'
     words), the head's hit rate (`Job.hits`), what the best fixed
@@ -166,7 +145,6 @@ def table(jobs, detail=False):
     which are one), and whether the hit rate beats it (`PLACE_BEATEN`)."""
     header = ["job", "best head (layer, head)", "held-out score"]
     header += ["even spread", "median head", "fixed distance"]
-    header += ["stands out?"]
     if detail:
         header = ["job", "held-out score (95% interval)", "bar"]
         header += ["does the job?", "hit rate (95% interval)"]
@@ -176,11 +154,9 @@ def table(jobs, detail=False):
         name = html.escape(job.name)
         if job.inputs != "sentences":
             name += f" (on {html.escape(job.inputs)})"
-        common = job.does_job and job.common  # the median head looks there
         where = f"{job.place:.2f}"
         fixed = job.name in PARKING + DISTANCE_JOBS  # place alone does it
         parked = job.name in PARKING  # no distance reaches every [SEP]
-        common_text = f"{COMMON}; {PARK}" if parked else COMMON
         if parked:  # [CLS] and [SEP] stand in fixed places
             where = "n/a: a fixed place"
         elif fixed:  # the job is a fixed distance
@@ -189,7 +165,7 @@ def table(jobs, detail=False):
             where += f": {MIRROR}"
         if detail:
             does = DOES[verdict(job)]
-            if common:
+            if job.does_job and job.common:  # the median head looks there
                 does += f"; {COMMON}"
             score = f"{job.held_out:.3f} ({job.low:.3f}–{job.high:.3f})"
             hits = f"{job.hits:.2f} ({job.hits_low:.2f}–{job.hits_high:.2f})"
@@ -209,9 +185,6 @@ def table(jobs, detail=False):
                     f"{job.even:.2f}",
                     f"{job.median:.2f}",
                     _distance(job),
-                    CLEARLY[job.does_job]
-                    + f" ({common_text})" * common
-                    + _beyond_place(job, fixed),
                 ]
             )
     return markdown_table(header, rows)
