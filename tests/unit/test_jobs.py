@@ -151,7 +151,7 @@ def test_the_detail_table_flags_a_job_many_heads_do():
     # the best head at a job it does not do is flagged, in table and figure
     weak = dataclasses.replace(rare, name="[SEP]", held_out=0.3, low=0.25)
     assert not weak.does_job
-    partly = "| above two baselines, not the bar |"
+    partly = "| no; above both baselines |"
     assert partly in gallery.table([weak], detail=True).data
     fig = gallery.figure(
         example()["attention"], TOKENS, [weak], [jobs.previous_word(bare())]
@@ -266,21 +266,26 @@ def test_the_figure_and_table_show_each_job():
     )
     assert rows[4].startswith("| same word, other sentence (on pairs) ")
     detail = gallery.table(found, detail=True).data.splitlines()
-    # previous and next word are a fixed distance: the job is one
-    assert "| 1.00: the job itself | n/a |" in detail[2]
+    # previous and next word are a fixed distance: the job is one, and
+    # that rule hits every target
+    tie = "| 1.00: the job itself | too close to tell |"
+    assert tie in detail[2]
+    missing = dataclasses.replace(found[0], hits_low=0.76, hits_high=0.87)
+    below = gallery.table([missing], detail=True).data
+    assert below.endswith("| 1.00: the job itself | no |")
     # [CLS] and [SEP] stand in fixed places: no fixed distance beside them
     fixed = "| n/a: a fixed place |"
     parked = [row.endswith(fixed + " n/a |") for row in detail[2:]]
     assert parked == [False, False, False, True, True]
     assert detail[5].endswith(fixed + " n/a |")  # the [CLS] row
     assert detail[0].endswith(
-        "| bar | does the job? | hit rate (95% interval) | fixed distance "
+        "| bar | clears the bar? | hit rate (95% interval) | fixed distance "
         "| hit rate beats it? |"
     )
     # the planted head hits every target, as the previous token does
     assert detail[2] == (
         "| previous word | 1.000 (1.000–1.000) | 0.56 | yes "
-        "| 1.00 (1.00–1.00) | 1.00: the job itself | n/a |"
+        "| 1.00 (1.00–1.00) | 1.00: the job itself | too close to tell |"
     )
     assert "| 0.56 | no |" in detail[3]
     beyond = dataclasses.replace(found[0], hits_low=0.9, place=0.5)
@@ -302,7 +307,7 @@ def test_the_figure_and_table_show_each_job():
     place = gallery.exercise_words(lower, "it")["it_vs_place"]
     assert place == "place alone does better than this head"
 
-    def does(job):  # the "does the job?" column of its row in the detail
+    def does(job):  # the "clears the bar?" column of its row in the detail
         return gallery.table([job], detail=True).data.splitlines()[2]
 
     # many heads lean the same way: the best one does it, but commonly
@@ -312,11 +317,11 @@ def test_the_figure_and_table_show_each_job():
     # above both baselines, but short of the bar: the job done in part
     part = dataclasses.replace(found[0], held_out=0.3, low=0.25, median=0.03)
     assert part.beats_baselines and not part.does_job
-    assert "| above two baselines, not the bar |" in does(part)
+    assert "| no; above both baselines |" in does(part)
     # a score over the bar whose interval reaches below it: still in part
     near = dataclasses.replace(part, held_out=part.bar + 0.01)
     assert near.beats_baselines and not near.does_job
-    assert "| above two baselines, not the bar |" in does(near)
+    assert "| no; above both baselines |" in does(near)
     # under a baseline: not done
     none = dataclasses.replace(part, low=0.02)
     assert "| 0.56 | no |" in does(none)

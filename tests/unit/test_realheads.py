@@ -301,6 +301,30 @@ def test_query_key_products_give_the_model_attention(tokenizer):
     )
 
 
+def test_a_layer_0_query_knows_a_word_its_place_and_its_sentence_only(
+    tokenizer,
+):
+    from mhabook.experiments.realheads import query_of
+
+    model = tiny_bert()
+    found = [
+        query_of(model, tokenizer, text, "flies", layer)
+        for layer in (0, 1)
+        for text in ("time flies", "fruit flies")
+    ]
+    (i, q0a), (j, q0b), (_, q1a), (_, q1b) = found
+    assert i == j == 2 and q0a.shape == (model.config.hidden_size,)
+    assert torch.equal(q0a, q0b)  # the same word in the same place
+    assert not torch.allclose(q1a, q1b)  # layer 1 has read the others
+    i, moved = query_of(model, tokenizer, "the time flies", "flies", 0)
+    assert i == 3 and not torch.allclose(moved, q0a)  # another place
+    block = model.encoder.layer[1].attention.self
+    ex = run_example(model, tokenizer, "time flies")
+    torch.testing.assert_close(q1a, block.query(ex["hidden_states"][1])[0, 2])
+    with pytest.raises(ValueError, match="arrow"):
+        query_of(model, tokenizer, "time flies", "arrow", 0)
+
+
 def test_the_evaluation_sets_use_words_the_tokenizer_keeps_whole():
     from transformers import AutoTokenizer
 
@@ -311,6 +335,11 @@ def test_the_evaluation_sets_use_words_the_tokenizer_keeps_whole():
         a, target_a, b, *targets_b = row
         assert {"flies", target_a} <= set(tokenizer.tokenize(a)), row
         assert {"flies", *targets_b} <= set(tokenizer.tokenize(b)), row
+        # what section 4.4 says place alone can find: B's first target
+        # just before its "flies", A's target and B's second last
+        words_a, words_b = a.split(), b.split()
+        assert words_b[words_b.index("flies") - 1] == targets_b[0], row
+        assert (words_a[-1], words_b[-1]) == (target_a, targets_b[1]), row
     rows = load_table("coreference.tsv")
     assert len(rows) % 2 == 0
     for sentence, pronoun, right, wrong in rows:

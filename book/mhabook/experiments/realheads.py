@@ -11,6 +11,7 @@ import torch
 
 from ..checks import _whole  # a whole number, not a bool
 from .embedding import DATA, load_lines, same_text
+from .inputs import word_position
 
 
 def encode_pair(tokenizer, model, text_a, text_b):
@@ -606,6 +607,17 @@ def query_key_products(attention_block, hidden_state, head, query):
         K = self_attn.key(hidden_state)[0].view(T, h, d_k)[:, head]
     products = q * K  # (T, d_k)
     return q, K, products, products.sum(-1) / d_k**0.5
+
+
+def query_of(model, tokenizer, text, word, layer):
+    """(place, query): where `word` stands among the tokens of `text`, read
+    alone, and its query in every head of `layer` (d,), the heads side by
+    side, from the layer's input; or a ValueError naming the fix."""
+    ex = run_example(model, tokenizer, text)
+    place = word_position(ex["tokens"], word, text, tokenizer)
+    block = attention_block(model, layer)
+    with torch.no_grad():
+        return place, block.self.query(ex["hidden_states"][layer][0, place])
 
 
 # --- The evaluation sets and the tests of the source's claims --------------

@@ -293,6 +293,18 @@ class Timing:
         return self.flops_without(longest) / self.flops_cached(longest)
 
     @property
+    def stack_flop_ratio(self):
+        """As `flop_ratio`, for the stack: without the cache, each layer
+        below the top runs on all S tokens again (projections 4 S d^2 +
+        4 S d g d_k, scores and weighted values 4 S^2 d) and the top one
+        as `flops_without`; with it, each layer as `flops_cached`."""
+        S, d = self.lengths[-1], self.width
+        g, d_k = self.num_kv_heads, self.width // self.num_heads
+        below = 4 * S * d * d + 4 * S * d * g * d_k + 4 * S * S * d
+        without = (self.stack_layers - 1) * below + self.flops_without(S)
+        return without / (self.stack_layers * self.flops_cached(S))
+
+    @property
     def flop_growth(self):
         """The rerun's FLOPs at the longest S over those at half of it."""
         longest = self.lengths[-1]

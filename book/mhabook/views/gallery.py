@@ -103,7 +103,7 @@ def verdict(job):
 
 # `verdict` as the detail table and the exercise's solution print it: a
 # head above both baselines but not the bar does not clearly do its job.
-DOES = {"yes": "yes", "partly": "above two baselines, not the bar"}
+DOES = {"yes": "yes", "partly": "no; above both baselines"}
 DOES["no"] = "no"
 # A job whose best head does it while the median head scores at least
 # half as much (`Job.common`): no specialist, as the detail table says.
@@ -138,16 +138,17 @@ def table(jobs, detail=False):
     that head's held-out score beside its baselines, an even spread and
     the median head, and the best fixed distance (`_distance`).
     detail=True gives instead the score's 95% interval,
-    the job's bar, whether the head does the job (`verdict`, in `DOES`'
+    the job's bar, whether the head clears it (`verdict`, in `DOES`'
     words), the head's hit rate (`Job.hits`), what the best fixed
     distance scores (`jobs.fixed_distance`: left out for `PARKING`'s
     tokens, which stand in fixed places, and marked for `DISTANCE_JOBS`,
-    which are one), and whether the hit rate beats it (`PLACE_BEATEN`)."""
+    which are one), and whether the hit rate beats it (`PLACE_BEATEN`;
+    a rule of place scores 1 at a job that is one)."""
     header = ["job", "best head (layer, head)", "held-out score"]
     header += ["even spread", "median head", "fixed distance"]
     if detail:
         header = ["job", "held-out score (95% interval)", "bar"]
-        header += ["does the job?", "hit rate (95% interval)"]
+        header += ["clears the bar?", "hit rate (95% interval)"]
         header += ["fixed distance", "hit rate beats it?"]
     rows = []
     for job in jobs:
@@ -170,7 +171,7 @@ def table(jobs, detail=False):
             score = f"{job.held_out:.3f} ({job.low:.3f}–{job.high:.3f})"
             hits = f"{job.hits:.2f} ({job.hits_low:.2f}–{job.hits_high:.2f})"
             beats = "–"  # a Job made without hit rates
-            if fixed:
+            if parked:
                 beats = "n/a"
             elif not np.isnan([job.hits_low, job.place]).any():
                 beats = PLACE_BEATEN[job.hits_vs_place]
@@ -243,6 +244,12 @@ def source_answers(study):
 
 
 SIDES = {True: "in sentence B", False: "in sentence A"}
+# Whether the query picture reads the head of "And head 8?"; and whether
+# the two "flies", each read alone, get one query at layer 0 (they do
+# wherever the word stands at the same place in both sentences).
+WHICH = {True: "the head of section 4.1", False: "another head"}
+SAME_QUERY = {True: "the same query"}
+SAME_QUERY[False] = "queries that differ by place alone"
 # In how many of the two halves a check holds ("... wins in both halves"):
 # the `how_many` rule on a count of 2 (`realheads.checks_won`).
 BEFORE = {"none": "in neither half", "some": "in one of the two halves"}
@@ -277,9 +284,9 @@ AFTER[False] = "The head stops at the noun"
 # (`Job.share_vs_place`), for section 4's `sec-grammar-head`, after its
 # hit rate against the best fixed distance's.
 SHARE_BOX = {
-    "more": "the head beats that fixed distance",
-    "same": "the head only ties that fixed distance",
-    "less": "that fixed distance beats the head",
+    "more": "the head beats that rule",
+    "same": "the head only ties that rule",
+    "less": "that rule beats the head",
 }
 
 

@@ -106,19 +106,6 @@ def faster_phrases(ratio):
     }
 
 
-def against_band(ratio, low, high, margin=MATTERS):
-    """The arguments of the verdict rule `compare`: `ratio`'s interval
-    against low..high, widened by `margin` either way."""
-    return (ratio.low, ratio.high, low * (1 - margin), high * (1 + margin))
-
-
-SAME = {  # the stack's ratio against one layer's, widened by MATTERS
-    "same": "are too noisy here to tell apart",
-    "more": "differ in this build, the stack's larger",
-    "less": "differ in this build, the stack's smaller",
-}
-
-
 GROWTH = {  # the time's growth over its arithmetic's, against 1 +- MATTERS;
     # "under" and "over" are added with their size by `page_verdicts`
     "less": "below its arithmetic's",
@@ -138,7 +125,14 @@ def page_verdicts(r):
     stack, one, grow = t.stack_speedup, t.speedup, t.growth_without
     closer = {"clearly": "clearly closer to", "barely": "barely closer to"}
     closer |= {"neither": "not measurably closer to", "below": "farther from"}
-    low, high = grow.low / t.flop_growth, grow.high / t.flop_growth
+    # as printed: an interval whose end is printed as the arithmetic's
+    # growth, or within 0.5% of it, holds it and is not called below it
+    arithmetic = round(t.flop_growth, 2)
+    low, high = shown(grow).low / arithmetic, shown(grow).high / arithmetic
+    if 0.995 < high < 1:  # "below it, by 0-17%" would hold it
+        high = 1.0
+    if 1 < low < 1.005:
+        low = 1.0
     by_how_much = {  # on one side of 1, not all beyond MATTERS
         "under": f"below its arithmetic's, by {percents(1 - high, 1 - low)}",
         "over": f"above its arithmetic's, by {percents(low - 1, high - 1)}",
@@ -163,12 +157,6 @@ def page_verdicts(r):
             "compare",
             shown(stack).against(1),
             faster_phrases(stack),
-        ),
-        (
-            "stack_same",  # apart only beyond one layer's interval +- 10%
-            "compare",
-            against_band(stack, one.low, one.high),
-            SAME,
         ),
         (
             "growth_vs_flops",  # its growth over its arithmetic's, as THAN
@@ -341,6 +329,7 @@ def page_numbers(r, model_name):
         "growth_of_medians": number(t.growth_without.of_medians),
         "flop_growth": t.flop_growth,
         "flop_ratio": t.flop_ratio,
+        "stack_flop_ratio": t.stack_flop_ratio,
         "growth_with_text": ratio_text(t.growth_with),
         "stack_layers": t.stack_layers,
         "llama_ratio": r.memory.llama_ratio,
