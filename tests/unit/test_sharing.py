@@ -367,7 +367,7 @@ def test_distinct_adds_decimals_until_unequal_values_read_unequal():
     assert views.distinct(0.5, 0.5) == ["0.500", "0.500"]  # equal stays
 
 
-def test_the_page_verdicts_read_each_outcome_and_compare_the_stack():
+def test_the_page_verdicts_read_each_outcome():
     """Every verdict has a short phrase for the outcome its rule gives."""
     from mhabook.experiments.verdicts import decide
 

@@ -260,9 +260,10 @@ class HeadsLearn:
     @property
     def setting_at_edge(self):
         """(lowest rate, most steps): whether the one head's best setting,
-        or one that ties it as the table prints scores (0.1%), has the
-        lowest learning rate tried, and the most steps; at either edge, a
-        wider search might find a better one."""
+        and every one that ties it as the table prints scores (0.1%), has
+        the lowest learning rate tried, and the most steps; at either edge,
+        a wider search might find a better one. A tie inside the range
+        says the score has levelled off there."""
         if not self.settings:
             return False, False
         best = f"{max(self.setting_scores):.1%}"
@@ -272,8 +273,8 @@ class HeadsLearn:
             if f"{score:.1%}" == best
         ] or [self.one_head_setting]
         rates, counts = zip(*self.settings)
-        lowest = any(lr == min(rates) for lr, _ in top)
-        return lowest, any(steps == max(counts) for _, steps in top)
+        lowest = all(lr == min(rates) for lr, _ in top)
+        return lowest, all(steps == max(counts) for _, steps in top)
 
     @property
     def job(self):

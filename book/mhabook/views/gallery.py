@@ -101,8 +101,8 @@ def verdict(job):
     return "partly" if job.beats_baselines else "no"
 
 
-# `verdict` as the detail table and the exercise's solution print it: a
-# head above both baselines but not the bar does not clearly do its job.
+# `verdict` as the detail table prints it, under "clears the bar?": a
+# head above both baselines but not the bar does not clear it.
 DOES = {"yes": "yes", "partly": "no; above both baselines"}
 DOES["no"] = "no"
 # A job whose best head does it while the median head scores at least

@@ -126,7 +126,7 @@ def page_verdicts(r):
     closer = {"clearly": "clearly closer to", "barely": "barely closer to"}
     closer |= {"neither": "not measurably closer to", "below": "farther from"}
     # as printed: an interval whose end is printed as the arithmetic's
-    # growth, or within 0.5% of it, holds it and is not called below it
+    # growth, or within 0.5% of it, holds it: not "below" or "above" it
     arithmetic = round(t.flop_growth, 2)
     low, high = shown(grow).low / arithmetic, shown(grow).high / arithmetic
     if 0.995 < high < 1:  # "below it, by 0-17%" would hold it
