@@ -713,8 +713,6 @@ class RealHeads:
             "flies_head": flies.head,
             # the least-lifted target: 1 is an even share
             "flies_lift": flies.score.mean,
-            "flies_lift_low": flies.score.low,
-            "flies_lift_high": flies.score.high,
             "copy_lift": self.copy_control.score.mean,  # B a copy of A
             # on the source's pair, the word "flies" in A weights most
             "flies_top": self.source_top[0],
