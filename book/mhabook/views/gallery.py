@@ -247,7 +247,7 @@ SIDES = {True: "in sentence B", False: "in sentence A"}
 # Whether the query picture reads the head of "And head 8?"; and whether
 # the two "flies", each read alone, get one query at layer 0 (they do
 # wherever the word stands at the same place in both sentences).
-WHICH = {True: "the head of section 4.1", False: "another head"}
+WHICH = {True: "the head of section 4.4", False: "another head"}
 SAME_QUERY = {True: "the same query"}
 SAME_QUERY[False] = "queries that differ by place alone"
 # In how many of the two halves a check holds ("... wins in both halves"):
