@@ -891,7 +891,10 @@ def test_the_page_finds_the_planted_claim_heads():
     assert found["c1_answer"] == ("all", "In every head")  # keeps to its own
     # claim_head's "flies" in A: its target over its subject and B's "f"
     assert found["rival_first_b"][0] == "more"
-    assert found["pattern_halves"] == ("all", "holds in both halves")
+    assert found["pattern_halves"] == (
+        "all",
+        "holds whichever half chooses the head",
+    )
     l0 = (results.claim2.layer0, results.claim2.layer0_swapped)
     assert realheads.head8_counts(l0)[1] == 0  # the word before wins nowhere
     assert found["c2_forward"][0] is found["swap_holds"][0] is True

@@ -250,10 +250,11 @@ SIDES = {True: "in sentence B", False: "in sentence A"}
 WHICH = {True: "the head of section 4.4", False: "another head"}
 SAME_QUERY = {True: "the same query"}
 SAME_QUERY[False] = "queries that differ by place alone"
-# In how many of the two halves a check holds ("... wins in both halves"):
-# the `how_many` rule on a count of 2 (`realheads.checks_won`).
-BEFORE = {"none": "in neither half", "some": "in one of the two halves"}
-BEFORE["all"] = "in both halves"
+# For how many of the two choices of head a check holds (".. wins whichever
+# half chooses the head"): `how_many` on a count of 2 (`realheads.checks_won`).
+BEFORE = {"none": "with neither choice of head"}
+BEFORE["some"] = "with one of the two choices"
+BEFORE["all"] = "whichever half chooses the head"
 BEFORE["most"] = BEFORE["some"]  # 1 of 2
 
 # Whether the grammar head finds the noun (its top token) for more

@@ -229,10 +229,10 @@ def between(rival):
 # held-out pairs, the pattern ...", and '"arrow" wins ...'. BEFORE counts
 # either word's wins (`realheads.checks_won`).
 PATTERN = {
-    "none": "fails in both halves",
-    "some": "holds in one half only",
-    "most": "holds in one half only",  # 1 of 2
-    "all": "holds in both halves",
+    "none": "fails whichever half chooses the head",
+    "some": "holds for one of the two choices",
+    "most": "holds for one of the two choices",  # 1 of 2
+    "all": "holds whichever half chooses the head",
 }
 
 
@@ -259,10 +259,10 @@ def answers(c1, pattern, up_before, p):
             "how_many",
             (pattern, 2),
             {
-                "none": "No",
-                "some": "In one of two tries",
-                "most": "In one of two tries",
-                "all": "Only as a weak pattern",
+                "none": "no",
+                "some": "for one of the two choices",
+                "most": "for one of the two choices",
+                "all": "yes",
             },
         ),
         (
@@ -271,9 +271,9 @@ def answers(c1, pattern, up_before, p):
             (up_before, 2),
             {
                 "none": "The word before does not win",
-                "some": "The word before wins in one half",
-                "most": "The word before wins in one half",
-                "all": "The word before wins, in both halves",
+                "some": "The word before wins for one choice",
+                "most": "The word before wins for one choice",
+                "all": "No: the word before wins",
             },
         ),
         (
