@@ -158,7 +158,7 @@ def test_page_verdicts_judge_ratios_as_printed_and_differences_by_sign():
         "heads_effect_short": "lowers",  # paired: 0.7 to 0.85, below 1
         "heads_effect_long": "does not clearly change",  # holds 1
         "few_batch": "with no heads to batch",  # the fewest heads: 1
-        "batch_answer": "over 10% faster at one length of two",
+        "batch_answer": "a gain over 10% at one length",
         "products_short": "slower than",
         "softmax_most": "slower than",
         "fused_short": "slower in this build, by 6–8%, than",
@@ -166,16 +166,16 @@ def test_page_verdicts_judge_ratios_as_printed_and_differences_by_sign():
     }
     record.heads_gain[9] = PairedRatio(0.84, 0.75, 0.99)  # under 1 only
     answer = {v[0]: v for v in head_costs.page_verdicts(record)}
-    one = "over 10% faster at one length of two"  # still 5 alone
+    one = "a gain over 10% at one length"  # still 5 alone
     assert decide(*answer["batch_answer"][1:])[1] == one
     record.heads_gain[9] = PairedRatio(0.8, 0.75, 0.88)  # below 0.9
     answer = {v[0]: v for v in head_costs.page_verdicts(record)}
-    every = "over 10% faster at both lengths timed"
+    every = "a gain over 10% at both lengths"
     assert decide(*answer["batch_answer"][1:])[1] == every
     record.batched_loop = {T: PairedRatio(0.5, 0.4, 0.6) for T in (5, 9)}
     record.heads_gain = {T: PairedRatio(1, 0.9, 1.1) for T in (5, 9)}
     answer = {v[0]: v for v in head_costs.page_verdicts(record)}
-    none = "not clearly 10% faster at either length"
+    none = "no clear 10% gain at either length"
     assert decide(*answer["batch_answer"][1:])[1] == none
     record.head_counts = (2, 4)  # a reader's counts: h = 2 still batches
     (few,) = [

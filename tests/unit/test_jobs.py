@@ -274,7 +274,7 @@ def test_the_figure_and_table_show_each_job():
     below = gallery.table([missing], detail=True).data
     assert below.endswith("| 1.00: the job itself | no |")
     # [CLS] and [SEP] stand in fixed places: no fixed distance beside them
-    fixed = "| n/a: a fixed place |"
+    fixed = "| n/a: a token, not a distance |"
     parked = [row.endswith(fixed + " n/a |") for row in detail[2:]]
     assert parked == [False, False, False, True, True]
     assert detail[5].endswith(fixed + " n/a |")  # the [CLS] row

@@ -158,8 +158,8 @@ def table(jobs, detail=False):
         where = f"{job.place:.2f}"
         fixed = job.name in PARKING + DISTANCE_JOBS  # place alone does it
         parked = job.name in PARKING  # no distance reaches every [SEP]
-        if parked:  # [CLS] and [SEP] stand in fixed places
-            where = "n/a: a fixed place"
+        if parked:  # the job names a token, wherever it stands
+            where = "n/a: a token, not a distance"
         elif fixed:  # the job is a fixed distance
             where += ": the job itself"
         elif job.distance == MIRROR:  # on pairs: as far into the other

@@ -246,9 +246,9 @@ FEW_BATCH = {  # whether the fewest heads timed is 1, as the text assumes
 ANSWER = {  # at how many lengths batching the most heads was faster
     # than batching the fewest, set against the loop: `heads_gain`'s whole
     # interval below 1 - MATTERS, a gain another build is unlikely to undo
-    "none": f"not clearly {MATTERS:.0%} faster at either length",
-    "some": f"over {MATTERS:.0%} faster at one length of two",
-    "all": f"over {MATTERS:.0%} faster at both lengths timed",
+    "none": f"no clear {MATTERS:.0%} gain at either length",
+    "some": f"a gain over {MATTERS:.0%} at one length",
+    "all": f"a gain over {MATTERS:.0%} at both lengths",
 }
 ANSWER["most"] = ANSWER["some"]  # 1 of 2
 
