@@ -469,6 +469,10 @@ def test_the_study_runs_on_a_random_bert_and_finds_no_job_there(tmp_path):
         nxt.head,
     )
     assert numbers["first_job"] == "next word"
+    assert (numbers["first_even"], numbers["first_median"]) == (
+        nxt.even,
+        nxt.median,
+    )
     assert study.on_pair(nxt) == next_scores[0, nxt.layer, nxt.head]
     numbers = study.numbers()
     assert numbers["first_job"] == "previous word"

@@ -709,6 +709,8 @@ class RealHeads:
             "first_job": first.name,
             "first_target": TARGETS.get(first.name, "its targets"),
             "first_share": first.held_out,
+            "first_even": first.even,  # its baselines, held out too
+            "first_median": first.median,
             "n_flies": self.n_flies,
             "flies_head": flies.head,
             # the least-lifted target: 1 is an even share
