@@ -551,6 +551,7 @@ def test_the_study_runs_on_a_random_bert_and_finds_no_job_there(tmp_path):
         "grammar_after_side",
         "grammar_share_box",
         "first_look",
+        "first_place",
         "flies_top_match",
         "flies_draws",
         "copy_passes",
@@ -570,6 +571,18 @@ def test_the_study_runs_on_a_random_bert_and_finds_no_job_there(tmp_path):
     assert decide(*verdicts[2][1:])[1] == beyond
     draws = verdicts[names.index("flies_draws")]  # a random BERT: no picture
     assert decide(*draws[1:]) == (False, "does not hold")
+    # the box sets the view's head against place alone, or says none applies
+    place = verdicts[names.index("first_place")]
+    assert decide(*place[1:])[1] == gallery.FIXED[first.share_vs_place]
+    cls = dataclasses.replace(first, name="[CLS]")  # a token's job
+    (place,) = [
+        v
+        for v in gallery.page_verdicts(
+            study, cls, Checkpoint(BUNDLED, "", 2, 2, 8)
+        )
+        if v[0] == "first_place"
+    ]
+    assert decide(*place[1:])[1] == "no fixed distance applies"
 
 
 def test_on_pair_reads_the_jobs_own_row_and_refuses_a_head_of_no_job():

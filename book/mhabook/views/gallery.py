@@ -1,6 +1,7 @@
 """The gallery of section 4: one attention map per job, on one input."""
 
 import html
+import math
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -298,6 +299,17 @@ SHARE_BOX = {
 HOLDS = {True: "holds", False: "does not hold"}
 
 
+# The view's head at its job, held out, against the best fixed distance
+# (`Job.against_place`), for the box of real_heads; the [CLS] and [SEP]
+# jobs name a token, not a distance (the table's "n/a").
+FIXED = {
+    "more": "it beats any fixed-distance rule",
+    "same": "a fixed-distance rule does as well",
+    "less": "a fixed-distance rule does better",
+}
+NO_FIXED = dict.fromkeys(FIXED, "no fixed distance applies")
+
+
 # Which model the page reads: the bundled one or another.
 MODEL = {True: "a sentence encoder, not the source's BERT-base"}
 MODEL[False] = "the loaded model"
@@ -322,6 +334,9 @@ def page_verdicts(study, first, checkpoint):
     copied = int(study.copy_control.pattern_holds)  # with B a copy of A
     # on the source's pair, does "flies" in A weight its target most?
     on_target = int(study.source_top_at[0] == study.source_targets[0])
+    # a job with a fixed distance: not [CLS] or [SEP], nor a reader's job
+    # whose `place` is nan
+    placed = first.name not in PARKING and not math.isnan(first.place)
     return [
         ("model_phrase", "above", (int(checkpoint.is_bundled), 0), MODEL),
         ("jobs_done", "how_many", (done, len(study.word_jobs)), have),
@@ -355,6 +370,12 @@ def page_verdicts(study, first, checkpoint):
         ),
         ("grammar_share_box", "compare", grammar.against_place, SHARE_BOX),
         ("first_look", "above", (study.on_pair(first), 0.5), look),
+        (
+            "first_place",  # the view's head against place alone
+            "compare",
+            first.against_place if placed else (0, 0, 0, 0),
+            FIXED if placed else NO_FIXED,
+        ),
         (
             "flies_top_match",  # on the source's pair: A's target on top?
             "above",
