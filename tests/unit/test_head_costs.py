@@ -158,24 +158,25 @@ def test_page_verdicts_judge_ratios_as_printed_and_differences_by_sign():
         "heads_effect_short": "lowers",  # paired: 0.7 to 0.85, below 1
         "heads_effect_long": "does not clearly change",  # holds 1
         "few_batch": "with no heads to batch",  # the fewest heads: 1
-        "batch_answer": "a gain over 10% at one length",
+        "batch_answer": "a gain at one length of two",  # as "lowers"
         "products_short": "slower than",
         "softmax_most": "slower than",
-        "fused_short": "slower in this build, by 6–8%, than",
+        "fused_short": "slower here (6–8% more time) than",
         "fused_long": "not clearly faster or slower than",  # 0.78 to 1.00
     }
-    record.heads_gain[9] = PairedRatio(0.84, 0.75, 0.99)  # under 1 only
+    record.heads_gain[9] = PairedRatio(0.95, 0.85, 0.99)  # under 1 only
     answer = {v[0]: v for v in head_costs.page_verdicts(record)}
-    one = "a gain over 10% at one length"  # still 5 alone
-    assert decide(*answer["batch_answer"][1:])[1] == one
-    record.heads_gain[9] = PairedRatio(0.8, 0.75, 0.88)  # below 0.9
-    answer = {v[0]: v for v in head_costs.page_verdicts(record)}
-    every = "a gain over 10% at both lengths"
+    every = "a gain at both lengths"  # the rule of "lowers", not 1 - 10%
     assert decide(*answer["batch_answer"][1:])[1] == every
+    assert decide(*answer["heads_effect_long"][1:])[1] == "lowers"
+    record.heads_gain[9] = PairedRatio(0.9, 0.8, 0.996)  # printed 1.00
+    answer = {v[0]: v for v in head_costs.page_verdicts(record)}
+    one = "a gain at one length of two"  # as printed, it holds 1
+    assert decide(*answer["batch_answer"][1:])[1] == one
     record.batched_loop = {T: PairedRatio(0.5, 0.4, 0.6) for T in (5, 9)}
     record.heads_gain = {T: PairedRatio(1, 0.9, 1.1) for T in (5, 9)}
     answer = {v[0]: v for v in head_costs.page_verdicts(record)}
-    none = "no clear 10% gain at either length"
+    none = "no clear gain at either length"
     assert decide(*answer["batch_answer"][1:])[1] == none
     record.head_counts = (2, 4)  # a reader's counts: h = 2 still batches
     (few,) = [
@@ -216,10 +217,10 @@ def test_each_timing_phrase_points_the_way_its_ratio_does():
     # percentages (reads 283-284 and 286), rounded as the ratio is printed,
     # in one wording whether or not it stays inside the margin (read 354)
     less = head_costs.than(PairedRatio(0.95, 0.901, 0.98))
-    assert less["under"] == "faster in this build, by 2–10%, than"
+    assert less["under"] == "faster here (2–10% less time) than"
     wider = head_costs.than(PairedRatio(0.95, 0.88, 0.98))  # past 0.9
-    assert wider["under"] == "faster in this build, by 2–12%, than"
+    assert wider["under"] == "faster here (2–12% less time) than"
     more = head_costs.than(PairedRatio(1.06, 1.004, 1.19))
-    assert more["over"] == "slower in this build, by 0–19%, than"
+    assert more["over"] == "slower here (0–19% more time) than"
     assert less["less"] == than["less"] and more["more"] == than["more"]
     assert all(len(p.split()) < 8 for p in (*less.values(), *more.values()))

@@ -273,7 +273,7 @@ def test_the_figure_and_table_show_each_job():
     missing = dataclasses.replace(found[0], hits_low=0.76, hits_high=0.87)
     below = gallery.table([missing], detail=True).data
     assert below.endswith("| 1.00: the job itself | no |")
-    # [CLS] and [SEP] stand in fixed places: no fixed distance beside them
+    # [CLS] and [SEP] name a token, not a distance: no fixed distance beside
     fixed = "| n/a: a token, not a distance |"
     parked = [row.endswith(fixed + " n/a |") for row in detail[2:]]
     assert parked == [False, False, False, True, True]

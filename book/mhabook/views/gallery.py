@@ -303,7 +303,7 @@ HOLDS = {True: "holds", False: "does not hold"}
 # (`Job.against_place`), for the box of real_heads; the [CLS] and [SEP]
 # jobs name a token, not a distance (the table's "n/a").
 FIXED = {
-    "more": "it beats any fixed-distance rule",
+    "more": "it beats the best fixed-distance rule",
     "same": "a fixed-distance rule does as well",
     "less": "a fixed-distance rule does better",
 }
