@@ -253,8 +253,7 @@ SAME_QUERY = {True: "the same query"}
 SAME_QUERY[False] = "queries that differ by place alone"
 # For how many of the two choices of head a check holds (".. wins whichever
 # half chooses the head"): `how_many` on a count of 2 (`realheads.checks_won`).
-BEFORE = {"none": "with neither choice of head"}
-BEFORE["some"] = "with one of the two choices"
+BEFORE = {"none": "in neither half", "some": "in one half only"}
 BEFORE["all"] = "whichever half chooses the head"
 BEFORE["most"] = BEFORE["some"]  # 1 of 2
 
