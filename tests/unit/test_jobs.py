@@ -573,7 +573,18 @@ def test_the_study_runs_on_a_random_bert_and_finds_no_job_there(tmp_path):
     assert decide(*draws[1:]) == (False, "does not hold")
     # the box sets the view's head against place alone, or says none applies
     place = verdicts[names.index("first_place")]
-    assert decide(*place[1:])[1] == gallery.FIXED[first.share_vs_place]
+    assert first.high < 0.5  # a random BERT's head: far below the rule
+    assert decide(*place[1:])[1] == "a fixed-distance rule does better"
+    # judged as the table prints: 0.999 to 1.000 is 1.00, as is the rule
+    near = dataclasses.replace(first, low=0.9985, high=0.9999, place=1.0)
+    (place,) = [
+        v
+        for v in gallery.page_verdicts(
+            study, near, Checkpoint(BUNDLED, "", 2, 2, 8)
+        )
+        if v[0] == "first_place"
+    ]
+    assert decide(*place[1:])[1] == "a fixed-distance rule does as well"
     cls = dataclasses.replace(first, name="[CLS]")  # a token's job
     (place,) = [
         v

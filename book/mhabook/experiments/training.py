@@ -258,25 +258,6 @@ class HeadsLearn:
         return len(self.settings)
 
     @property
-    def setting_at_edge(self):
-        """(lowest rate, most steps): whether the one head's best setting,
-        and every one that ties it as the table prints scores (0.1%), has
-        the lowest learning rate tried, and the most steps; at either edge,
-        a wider search might find a better one. A tie inside the range
-        says the score has levelled off there."""
-        if not self.settings:
-            return False, False
-        best = f"{max(self.setting_scores):.1%}"
-        top = [
-            setting
-            for setting, score in zip(self.settings, self.setting_scores)
-            if f"{score:.1%}" == best
-        ] or [self.one_head_setting]
-        rates, counts = zip(*self.settings)
-        lowest = all(lr == min(rates) for lr, _ in top)
-        return lowest, all(steps == max(counts) for _, steps in top)
-
-    @property
     def job(self):
         """(runs, 2): the head that puts the most weight on each job's
         target."""
@@ -357,7 +338,6 @@ class HeadsLearn:
             # and the runs' score on the held-out set, both jobs averaged
             "one_tuned": max(self.setting_scores, default=float("nan")),
             "one_both": self.one_head_accuracy.mean().item(),
-            "one_edge": EDGE[self.setting_at_edge],
             "tune_seeds": TUNE_SEEDS,
             "previous_floor": self.previous_floor,
             "n_sequences": len(self.held_out[0]),
@@ -442,14 +422,6 @@ ONE_HEAD_SETTINGS = (
     (3e-3, 2400),
     (3e-3, 4800),
 )
-# Where the one head's best setting lies among those tried, by whether it
-# has the lowest rate and the most steps (`HeadsLearn.setting_at_edge`).
-EDGE = {
-    (False, False): "within the rates and steps tried",
-    (True, False): "at the lowest rate tried",
-    (False, True): "at the most steps tried",
-    (True, True): "at the lowest rate and the most steps tried",
-}
 TUNE_SEEDS = 6  # a run of one head may solve the task or stall, by seed
 
 

@@ -336,6 +336,8 @@ def page_verdicts(study, first, checkpoint):
     # a job with a fixed distance: not [CLS] or [SEP], nor a reader's job
     # whose `place` is nan
     placed = first.name not in PARKING and not math.isnan(first.place)
+    # as the table prints them (0.999 reads 1.00, as does the rule's 1.00)
+    printed = tuple(round(x, 2) for x in first.against_place)
     return [
         ("model_phrase", "above", (int(checkpoint.is_bundled), 0), MODEL),
         ("jobs_done", "how_many", (done, len(study.word_jobs)), have),
@@ -372,7 +374,7 @@ def page_verdicts(study, first, checkpoint):
         (
             "first_place",  # the view's head against place alone
             "compare",
-            first.against_place if placed else (0, 0, 0, 0),
+            printed if placed else (0, 0, 0, 0),
             FIXED if placed else NO_FIXED,
         ),
         (
