@@ -158,26 +158,15 @@ def test_page_verdicts_judge_ratios_as_printed_and_differences_by_sign():
         "heads_effect_short": "lowers",  # paired: 0.7 to 0.85, below 1
         "heads_effect_long": "does not clearly change",  # holds 1
         "few_batch": "with no heads to batch",  # the fewest heads: 1
-        "batch_answer": "a gain at one length of two",  # as "lowers"
         "products_short": "slower than",
         "softmax_most": "slower than",
         "fused_short": "slower here (6–8% more time) than",
         "fused_long": "not clearly faster or slower than",  # 0.78 to 1.00
     }
-    record.heads_gain[9] = PairedRatio(0.95, 0.85, 0.99)  # under 1 only
-    answer = {v[0]: v for v in head_costs.page_verdicts(record)}
-    every = "a gain at both lengths"  # the rule of "lowers", not 1 - 10%
-    assert decide(*answer["batch_answer"][1:])[1] == every
-    assert decide(*answer["heads_effect_long"][1:])[1] == "lowers"
     record.heads_gain[9] = PairedRatio(0.9, 0.8, 0.996)  # printed 1.00
     answer = {v[0]: v for v in head_costs.page_verdicts(record)}
-    one = "a gain at one length of two"  # as printed, it holds 1
-    assert decide(*answer["batch_answer"][1:])[1] == one
-    record.batched_loop = {T: PairedRatio(0.5, 0.4, 0.6) for T in (5, 9)}
-    record.heads_gain = {T: PairedRatio(1, 0.9, 1.1) for T in (5, 9)}
-    answer = {v[0]: v for v in head_costs.page_verdicts(record)}
-    none = "no clear gain at either length"
-    assert decide(*answer["batch_answer"][1:])[1] == none
+    same = "does not clearly change"  # as printed, its interval holds 1
+    assert decide(*answer["heads_effect_long"][1:])[1] == same
     record.head_counts = (2, 4)  # a reader's counts: h = 2 still batches
     (few,) = [
         v for v in head_costs.page_verdicts(record) if v[0] == "few_batch"

@@ -243,17 +243,6 @@ FEW_BATCH = {  # whether the fewest heads timed is 1, as the text assumes
 }
 
 
-ANSWER = {  # at how many lengths batching the most heads was faster
-    # than batching the fewest, set against the loop: `heads_gain`'s whole
-    # interval below 1, the rule of EFFECT's "lowers", so that the box and
-    # section 10.3 agree (blind reads 410 and 411)
-    "none": "no clear gain at either length",
-    "some": "a gain at one length of two",
-    "all": "a gain at both lengths",
-}
-ANSWER["most"] = ANSWER["some"]  # 1 of 2
-
-
 def percents(a, b):
     """'2–10%': two fractions as a range of percentages."""
     return f"{round(100 * a)}–{round(100 * b)}%"
@@ -278,10 +267,6 @@ def page_verdicts(r):
     head_costs glues from a HeadCosts record. A ratio is judged as printed
     (`shown`), so the verdict agrees with the interval the page shows."""
     short, long = r.lengths[0], r.lengths[-1]
-    # the lengths at which going from the fewest heads to the most lowers
-    # the batched layer's share of the loop's time: all of the interval
-    # below 1, as EFFECT's "lowers"
-    faster = sum(shown(r.heads_gain[T]).high < 1 for T in r.lengths)
     gain_short, gain_long = (shown(r.heads_gain[T]) for T in (short, long))
     ratios = [
         ("batched_short", r.batched_loop[short]),
@@ -294,7 +279,6 @@ def page_verdicts(r):
         (name, "ratio_margin", shown(ratio).beyond(MATTERS), than(ratio))
         for name, ratio in ratios
     ] + [
-        ("batch_answer", "how_many", (faster, len(r.lengths)), ANSWER),
         ("few_batch", "above", (int(r.head_counts[0] == 1), 0), FEW_BATCH),
         ("heads_effect_short", "compare", gain_short.against(1), EFFECT),
         ("heads_effect_long", "compare", gain_long.against(1), EFFECT),
