@@ -1,7 +1,6 @@
 """The gallery of section 4: one attention map per job, on one input."""
 
 import html
-import math
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -111,11 +110,17 @@ DOES["no"] = "no"
 COMMON = "many heads look there too"
 
 
+def _placed(job):
+    """Whether a rule of place alone applies to `job`: not [CLS] or [SEP],
+    which name a token, not a distance, nor a job with no `place`."""
+    return job.name not in PARKING and not np.isnan(job.place)
+
+
 def _distance(job):
     """The compact table's fixed-distance cell: the score of the best
-    rule of place alone and its distance ("1.00 (1 back)"), or "n/a" for
-    [CLS] and [SEP], which stand in fixed places."""
-    if job.name in PARKING or np.isnan(job.place):
+    rule of place alone and its distance ("1.00 (1 back)"), or "n/a"
+    where none applies (`_placed`)."""
+    if not _placed(job):
         return "n/a"
     d = job.distance
     if d == MIRROR:
@@ -141,8 +146,9 @@ def table(jobs, detail=False):
     detail=True gives instead the score's 95% interval,
     the job's bar, whether the head clears it (`verdict`, in `DOES`'
     words), the head's hit rate (`Job.hits`), what the best fixed
-    distance scores (`jobs.fixed_distance`: left out for `PARKING`'s
-    tokens, which stand in fixed places, and marked for `DISTANCE_JOBS`,
+    distance scores (`jobs.fixed_distance`: left out for `PARKING`'s jobs,
+    which name a token, not a distance, and marked for
+    `DISTANCE_JOBS`,
     which are one), and whether the hit rate beats it (`PLACE_BEATEN`;
     a rule of place scores 1 at a job that is one)."""
     header = ["job", "best head (layer, head)", "held-out score"]
@@ -333,9 +339,7 @@ def page_verdicts(study, first, checkpoint):
     copied = int(study.copy_control.pattern_holds)  # with B a copy of A
     # on the source's pair, does "flies" in A weight its target most?
     on_target = int(study.source_top_at[0] == study.source_targets[0])
-    # a job with a fixed distance: not [CLS] or [SEP], nor a reader's job
-    # whose `place` is nan
-    placed = first.name not in PARKING and not math.isnan(first.place)
+    placed = _placed(first)  # a rule of place alone applies to its job
     # as the table prints them (0.999 reads 1.00, as does the rule's 1.00)
     printed = tuple(round(x, 2) for x in first.against_place)
     return [

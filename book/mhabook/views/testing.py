@@ -230,8 +230,8 @@ def between(rival):
 # either word's wins (`realheads.checks_won`).
 PATTERN = {
     "none": "fails whichever half chooses the head",
-    "some": "holds for one of the two choices",
-    "most": "holds for one of the two choices",  # 1 of 2
+    "some": "holds in one half only",
+    "most": "holds in one half only",  # 1 of 2
     "all": "holds whichever half chooses the head",
 }
 
